@@ -1,0 +1,39 @@
+#version 460
+// f32 -> f16 staging of a GEMM operand, zero rows past m:
+//   cvt       DST[rows][k] = f16(SRC[row][k] · scale)
+//   cvt_col   DST[rows][k] = f16(SRC[row][k] · COL[k] · scale)
+//   cvt_cols  DST[rows][k] = f16(SRC[row][col0 + k] · scale), SRC rows of `stride`
+// The products are evaluated left to right, (x · col) · scale, in every
+// kernel that stages the same value (cvt_multi, cvt_t, colsum_fused*), so
+// they agree bit for bit.
+// @variant cvt MODE=0
+// @variant cvt_col MODE=1
+// @variant cvt_cols MODE=2
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "cvt.h"
+
+layout(local_size_x = VKBLR_ELT_WG) in;
+layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
+#if MODE == 1
+layout(set = 0, binding = 1) readonly buffer Col { float col[]; };
+#endif
+layout(set = 0, binding = 2) writeonly buffer Dst { float16_t dst[]; };
+
+void main() {
+  const uint i = elt_index();
+  if (i >= pc.rows * pc.k) return;
+  const uint row = i / pc.k;
+  const uint c = i % pc.k;
+  float v = 0.0;
+  if (row < pc.m) {
+#if MODE == 0
+    v = src[i] * pc.scale;
+#elif MODE == 1
+    v = src[i] * col[c] * pc.scale;
+#else
+    v = src[row * pc.stride + pc.col0 + c] * pc.scale;
+#endif
+  }
+  dst[i] = float16_t(v);
+}
