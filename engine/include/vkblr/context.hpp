@@ -1,0 +1,146 @@
+// vkblr/context.hpp — the Vulkan instance, device, allocator and kernel cache
+// that everything else of vkblr runs on.
+//
+// A Context picks one physical device (ContextOptions::device, else the
+// environment variable VKBLR_DEVICE — an index or a substring of the name —
+// else the first discrete GPU, then integrated, virtual, CPU), enables what
+// the kernels need (16-bit storage, shaderFloat16, subgroup size control
+// with full subgroups, maintenance4, the Vulkan memory model, push
+// descriptors, cooperative matrices when the device advertises them) and
+// creates a VMA allocator and a pipeline cache persisted on disk.
+//
+// Threading: a Context and everything made from it are used by one thread
+// at a time. Lifetime: buffers, graphs and recorders must not outlive the
+// context that made them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkblr/buffer.hpp"
+
+namespace vkblr {
+
+namespace detail {
+class ContextImpl;
+}
+class Profiler;
+
+// One cooperative-matrix shape the device supports: A (m×k) · B (k×n) + C
+// (m×n), with component types named as in the spec ("f16", "f32", "bf16",
+// "i8", ...), subgroup scope only.
+struct CoopMatShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  std::string a_type, b_type, c_type, result_type;
+  bool saturating = false;
+};
+
+// What vkblr knows about its device; filled once at context creation.
+struct Caps {
+  std::string device_name;
+  std::string device_type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  std::string driver_name;
+  std::string driver_info;
+  std::uint32_t vendor_id = 0, device_id = 0;
+  std::uint32_t api_version = 0;     // VK_MAKE_API_VERSION encoding
+  std::uint32_t driver_version = 0;  // vendor encoding
+  std::string api_version_string;    // "1.4.312"
+  std::uint32_t subgroup_size = 0;   // default subgroup size of compute shaders
+  std::uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
+  bool subgroup_size_control = false;  // requiredSubgroupSize usable in compute
+  std::uint32_t max_shared_memory = 0;  // bytes per workgroup
+  std::uint32_t max_workgroup_invocations = 0;
+  std::array<std::uint32_t, 3> max_workgroup_count{};
+  std::uint32_t max_push_constants = 0;
+  std::uint64_t max_storage_buffer_range = 0;
+  std::uint64_t min_storage_buffer_offset_alignment = 0;
+  std::uint64_t device_local_bytes = 0;
+  bool coopmat = false;   // VK_KHR_cooperative_matrix enabled
+  bool coopmat2 = false;  // VK_NV_cooperative_matrix2 advertised
+  std::vector<CoopMatShape> coopmat_shapes;
+  bool timestamps = false;          // compute queue writes timestamps
+  double timestamp_period_ns = 0;   // nanoseconds per timestamp tick
+
+  // The f16 × f16 -> f32 fragment the GEMM uses (largest square shape, else
+  // the largest by m·n·k), or nothing without cooperative matrices.
+  std::optional<CoopMatShape> f16_fragment() const;
+};
+
+struct ContextOptions {
+  // Khronos validation layer with a debug messenger; every message is kept
+  // (validation_messages()). Tests turn it on and fail on any message.
+  bool validation = false;
+  // Also enable synchronization validation (needs `validation`).
+  bool synchronization_validation = false;
+  // Device choice; empty = VKBLR_DEVICE, then the best device.
+  std::string device;
+  // GPU timestamps per dispatch (also VKBLR_PROFILE=1).
+  bool profile = false;
+  // Pipeline cache file directory; empty = $VKBLR_PIPELINE_CACHE_DIR, else
+  // $XDG_CACHE_HOME/vkblr (or ~/.cache/vkblr); "-" = no file.
+  // VKBLR_PIPELINE_CACHE=0 also disables it.
+  std::string pipeline_cache_dir;
+};
+
+class Context {
+ public:
+  explicit Context(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  Context(Context&&) = delete;
+  Context& operator=(Context&&) = delete;
+
+  const Caps& caps() const noexcept;
+
+  // A device-local storage buffer of `bytes` (> 0); contents undefined.
+  Buffer buffer(std::uint64_t bytes, std::string_view label = {});
+  // A host-visible, persistently mapped storage buffer (device-local where
+  // the device offers such memory): per-replay scalars, small readbacks.
+  Buffer host_buffer(std::uint64_t bytes, std::string_view label = {});
+
+  template <class T>
+  Buffer upload(std::span<const T> values, std::string_view label = {}) {
+    Buffer b = buffer(std::max<std::uint64_t>(values.size_bytes(), 4), label);
+    if (!values.empty()) b.write(values.data(), values.size_bytes());
+    return b;
+  }
+  template <class T>
+  Buffer upload(const std::vector<T>& values, std::string_view label = {}) {
+    return upload(std::span<const T>(values), label);
+  }
+
+  // Validation messages (warnings and errors) seen since creation or the
+  // last clear; empty when validation is off.
+  bool validation_enabled() const noexcept;
+  std::vector<std::string> validation_messages() const;
+  std::size_t validation_message_count() const;
+  void clear_validation_messages();
+
+  Profiler& profiler() noexcept;
+
+  // Waits until the device is idle (e.g. before reading a profile).
+  void wait_idle();
+
+  detail::ContextImpl& impl() noexcept { return *impl_; }
+  const detail::ContextImpl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<detail::ContextImpl> impl_;
+};
+
+// Every physical device the loader reports, with its capabilities (no
+// logical device is created). For vkblr-info.
+std::vector<Caps> list_devices();
+
+// The vkblr version ("0.1.0") and the glslang version the embedded SPIR-V
+// was compiled with.
+std::string_view version() noexcept;
+std::string_view shader_compiler() noexcept;
+
+}  // namespace vkblr

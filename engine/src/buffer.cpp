@@ -1,0 +1,58 @@
+#include "vkblr/buffer.hpp"
+
+#include <utility>
+
+#include "context_impl.hpp"
+#include "vkblr/error.hpp"
+
+namespace vkblr {
+
+Buffer::~Buffer() { release(); }
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)),
+      handle_(std::exchange(other.handle_, 0)),
+      allocation_(std::exchange(other.allocation_, nullptr)),
+      mapped_(std::exchange(other.mapped_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      id_(std::exchange(other.id_, 0)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    handle_ = std::exchange(other.handle_, 0);
+    allocation_ = std::exchange(other.allocation_, nullptr);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+void Buffer::release() noexcept {
+  if (owner_ && handle_) owner_->destroy_buffer(handle_, allocation_);
+  owner_ = nullptr;
+  handle_ = 0;
+  allocation_ = nullptr;
+  mapped_ = nullptr;
+  size_ = 0;
+  id_ = 0;
+}
+
+void Buffer::write(const void* data, std::uint64_t bytes, std::uint64_t offset) {
+  require(owner_ != nullptr, "Buffer::write on an empty buffer");
+  owner_->write(*this, data, bytes, offset);
+}
+
+void Buffer::read(void* data, std::uint64_t bytes, std::uint64_t offset) const {
+  require(owner_ != nullptr, "Buffer::read on an empty buffer");
+  owner_->read(*this, data, bytes, offset);
+}
+
+void Buffer::fill(std::uint32_t word, std::uint64_t offset, std::uint64_t bytes) {
+  require(owner_ != nullptr, "Buffer::fill on an empty buffer");
+  owner_->fill(*this, word, offset, bytes);
+}
+
+}  // namespace vkblr

@@ -1,0 +1,99 @@
+// context_impl.hpp — what a Context owns, for the library's own sources.
+//
+// Ownership: ContextImpl owns the instance, debug messenger, device, VMA
+// allocator, command pool, pipeline cache, every Kernel it created, the
+// staging buffer of synchronous transfers and a small dummy buffer bound to
+// kernel slots an op leaves unbound. Destruction waits for the device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernel.hpp"
+#include "vk.hpp"
+#include "vkblr/buffer.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/profiler.hpp"
+
+namespace vkblr::detail {
+
+class ContextImpl {
+ public:
+  explicit ContextImpl(const ContextOptions& options);
+  ~ContextImpl();
+  ContextImpl(const ContextImpl&) = delete;
+  ContextImpl& operator=(const ContextImpl&) = delete;
+
+  // Buffers. host_visible: persistently mapped (device-local if offered).
+  Buffer make_buffer(std::uint64_t bytes, bool host_visible, std::string_view label);
+  void destroy_buffer(std::uint64_t handle, void* allocation) noexcept;
+
+  // Synchronous transfers through the staging buffer.
+  void write(const Buffer& dst, const void* data, std::uint64_t bytes, std::uint64_t offset);
+  void read(const Buffer& src, void* data, std::uint64_t bytes, std::uint64_t offset);
+  void fill(const Buffer& dst, std::uint32_t word, std::uint64_t offset, std::uint64_t bytes);
+
+  // The cached pipeline of (id, spec constants, options); created on first use.
+  const Kernel& kernel(KernelId id, std::span<const std::uint32_t> spec = {}, const KernelOptions& options = {});
+
+  VkCommandBuffer allocate_command_buffer();
+  void free_command_buffer(VkCommandBuffer cb) noexcept;
+  VkFence create_fence();
+  // Submits `cb` signalling `fence` (unsignalled); counts the submit.
+  void submit(VkCommandBuffer cb, VkFence fence);
+  void wait(VkFence fence);
+
+  const Buffer& dummy() const noexcept { return dummy_; }
+
+  void add_validation_message(std::string text);
+  std::vector<std::string> validation_messages() const;
+  std::size_t validation_message_count() const;
+  void clear_validation_messages();
+
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  std::uint32_t queue_family = 0;
+  VkQueue queue = VK_NULL_HANDLE;
+  VmaAllocator allocator = VK_NULL_HANDLE;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
+  std::string pipeline_cache_file;  // empty: not persisted
+  Caps caps;
+  Profiler profiler;
+  bool validation = false;
+  bool barriers_all = false;  // VKBLR_BARRIERS=all
+
+ private:
+  void release() noexcept;
+  void create_instance(const ContextOptions& options);
+  void pick_device(const ContextOptions& options);
+  void create_device();
+  void load_pipeline_cache(const ContextOptions& options);
+  void save_pipeline_cache() noexcept;
+  void ensure_staging(std::uint64_t bytes);
+  // One-shot transfer command buffer: begin, record via `fn`, submit, wait.
+  template <class Fn>
+  void transfer(Fn&& fn);
+
+  std::map<std::vector<std::uint32_t>, std::unique_ptr<Kernel>> kernels_;
+  Buffer staging_;
+  Buffer dummy_;
+  VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
+  VkFence transfer_fence_ = VK_NULL_HANDLE;
+  std::uint64_t next_buffer_id_ = 1;
+  mutable std::mutex messages_mutex_;
+  std::vector<std::string> messages_;
+};
+
+// Capabilities of a physical device (no logical device needed).
+Caps query_caps(VkPhysicalDevice physical);
+bool has_device_extension(VkPhysicalDevice physical, const char* name);
+
+}  // namespace vkblr::detail

@@ -1,0 +1,61 @@
+// op_util.hpp — what every op builder uses: kernel lookup, folded grids and
+// the argument checks that turn bad shapes into vkblr::Error messages naming
+// the op and the value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "../context_impl.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/dispatch.hpp"
+#include "vkblr/error.hpp"
+
+namespace vkblr::detail {
+
+inline constexpr std::uint32_t kEltWorkgroup = 256;  // VKBLR_ELT_WG
+inline constexpr std::uint32_t kFoldWidth = 65535;    // workgroups along x before folding into y
+
+// Grid of one invocation per element for n elements of 256-wide workgroups,
+// folded into y past 65535 workgroups (elt_index() in GLSL).
+inline std::array<std::uint32_t, 3> elt_grid(std::uint64_t n, const char* op) {
+  const std::uint64_t groups = (n + kEltWorkgroup - 1) / kEltWorkgroup;
+  if (groups <= kFoldWidth) return {static_cast<std::uint32_t>(groups), 1, 1};
+  const std::uint64_t y = (groups + kFoldWidth - 1) / kFoldWidth;
+  require(y <= kFoldWidth, "{}: {} elements are too many for one dispatch", op, n);
+  return {kFoldWidth, static_cast<std::uint32_t>(y), 1};
+}
+
+inline std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return static_cast<std::uint32_t>((a + b - 1) / b);
+}
+
+// A size argument that must be > 0 and fit the kernels' 32-bit indices.
+inline std::uint32_t dim(const char* op, const char* name, std::uint64_t v) {
+  require(v > 0, "{}: {} = 0", op, name);
+  require(v <= std::numeric_limits<std::uint32_t>::max(), "{}: {} = {} exceeds 32 bits", op, name, v);
+  return static_cast<std::uint32_t>(v);
+}
+
+// `b` must hold at least `bytes` bytes.
+inline void need_bytes(const char* op, const char* what, const Buffer& b, std::uint64_t bytes) {
+  require(static_cast<bool>(b), "{}: {} is an empty buffer", op, what);
+  require(b.size() >= bytes, "{}: {} holds {} bytes, needs {}", op, what, b.size(), bytes);
+}
+
+// Every element count a kernel indexes must stay below 2^32.
+inline void elements_fit(const char* op, std::uint64_t n) {
+  require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
+}
+
+inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::span<const std::uint32_t> spec = {},
+                              const KernelOptions& options = {}) {
+  Dispatch d;
+  d.kernel = &ctx.impl().kernel(id, spec, options);
+  d.name = name;
+  return d;
+}
+
+}  // namespace vkblr::detail

@@ -1,0 +1,354 @@
+#include "vkblr/recorder.hpp"
+
+#include <algorithm>
+
+#include "context_impl.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/error.hpp"
+
+namespace vkblr {
+namespace detail {
+
+// Timestamp queries come in pools of this many (two per timed dispatch).
+constexpr std::uint32_t kQueriesPerPool = 512;
+
+struct TimedDispatch {
+  const char* name;
+  std::string tag;
+};
+
+// One recorded command buffer with its fence and profiling queries.
+struct RecordedBatch {
+  ContextImpl* ctx = nullptr;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  bool pending = false;
+  std::vector<VkQueryPool> pools;
+  std::uint32_t queries = 0;
+  std::vector<TimedDispatch> timed;
+  std::uint32_t dispatches = 0;
+  std::uint32_t barriers = 0;
+
+  explicit RecordedBatch(ContextImpl* c) : ctx(c) {
+    cb = ctx->allocate_command_buffer();
+    try {
+      fence = ctx->create_fence();
+    } catch (...) {
+      ctx->free_command_buffer(cb);
+      throw;
+    }
+  }
+
+  ~RecordedBatch() {
+    if (pending) vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX);
+    for (VkQueryPool p : pools) vkDestroyQueryPool(ctx->device, p, nullptr);
+    vkDestroyFence(ctx->device, fence, nullptr);
+    ctx->free_command_buffer(cb);
+  }
+
+  // The query pool and index of the next timestamp (a new pool when full).
+  std::pair<VkQueryPool, std::uint32_t> next_query() {
+    if (queries == pools.size() * kQueriesPerPool) {
+      VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      info.queryCount = kQueriesPerPool;
+      VkQueryPool pool = VK_NULL_HANDLE;
+      VKBLR_VK(vkCreateQueryPool(ctx->device, &info, nullptr, &pool));
+      vkResetQueryPool(ctx->device, pool, 0, kQueriesPerPool);
+      pools.push_back(pool);
+    }
+    const std::uint32_t q = queries++;
+    return {pools[q / kQueriesPerPool], q % kQueriesPerPool};
+  }
+
+  void submit() {
+    require(!pending, "Graph::submit: the previous submit of this graph has not been waited for");
+    ctx->submit(cb, fence);
+    pending = true;
+  }
+
+  void wait() {
+    if (!pending) return;
+    ctx->wait(fence);
+    pending = false;
+    if (timed.empty()) return;
+    std::vector<std::uint64_t> ticks(queries);
+    for (std::size_t p = 0; p < pools.size(); ++p) {
+      const std::uint32_t first = static_cast<std::uint32_t>(p) * kQueriesPerPool;
+      const std::uint32_t n = std::min(kQueriesPerPool, queries - first);
+      VKBLR_VK(vkGetQueryPoolResults(ctx->device, pools[p], 0, n, n * sizeof(std::uint64_t), ticks.data() + first,
+                                     sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+      vkResetQueryPool(ctx->device, pools[p], 0, kQueriesPerPool);
+    }
+    const std::uint64_t submit_no = ctx->profiler.counters().submits;
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      ctx->profiler.add_timed(timed[i].name, timed[i].tag, ticks[2 * i], ticks[2 * i + 1],
+                              ctx->caps.timestamp_period_ns, submit_no);
+    }
+  }
+};
+
+}  // namespace detail
+
+// ---- Graph -----------------------------------------------------------------
+
+Graph::Graph() noexcept = default;
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph::Graph(std::unique_ptr<detail::RecordedBatch> batch) noexcept : batch_(std::move(batch)) {}
+
+void Graph::run() {
+  submit();
+  wait();
+}
+
+void Graph::submit() {
+  require(static_cast<bool>(batch_), "Graph::submit on an empty graph");
+  batch_->submit();
+}
+
+void Graph::wait() {
+  if (batch_) batch_->wait();
+}
+
+std::uint32_t Graph::dispatches() const noexcept { return batch_ ? batch_->dispatches : 0; }
+std::uint32_t Graph::barriers() const noexcept { return batch_ ? batch_->barriers : 0; }
+
+// ---- Recorder --------------------------------------------------------------
+
+namespace {
+
+// A byte range of one buffer touched since the last barrier.
+struct Range {
+  std::uint64_t buffer_id;
+  std::uint64_t begin;
+  std::uint64_t end;
+};
+
+bool overlaps(const std::vector<Range>& set, const Range& r) {
+  return std::any_of(set.begin(), set.end(), [&](const Range& s) {
+    return s.buffer_id == r.buffer_id && s.begin < r.end && r.begin < s.end;
+  });
+}
+
+void memory_barrier(VkCommandBuffer cb, VkPipelineStageFlags2 src_stage, VkAccessFlags2 src_access,
+                    VkPipelineStageFlags2 dst_stage, VkAccessFlags2 dst_access) {
+  VkMemoryBarrier2 mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER_2};
+  mb.srcStageMask = src_stage;
+  mb.srcAccessMask = src_access;
+  mb.dstStageMask = dst_stage;
+  mb.dstAccessMask = dst_access;
+  VkDependencyInfo dep{VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+  dep.memoryBarrierCount = 1;
+  dep.pMemoryBarriers = &mb;
+  vkCmdPipelineBarrier2(cb, &dep);
+}
+
+constexpr VkPipelineStageFlags2 kWorkStages = VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_2_ALL_TRANSFER_BIT;
+constexpr VkAccessFlags2 kWorkAccess = VK_ACCESS_2_SHADER_STORAGE_READ_BIT | VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT |
+                                       VK_ACCESS_2_TRANSFER_READ_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags2 kWorkWrites = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK_ACCESS_2_TRANSFER_WRITE_BIT;
+
+}  // namespace
+
+struct Recorder::State {
+  detail::ContextImpl* ctx;
+  std::unique_ptr<detail::RecordedBatch> batch;
+  std::vector<Range> reads;
+  std::vector<Range> writes;
+  std::string tag;
+  VkPipeline bound = VK_NULL_HANDLE;
+
+  VkCommandBuffer cb() {
+    if (!batch) {
+      batch = std::make_unique<detail::RecordedBatch>(ctx);
+      VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+      VKBLR_VK(vkBeginCommandBuffer(batch->cb, &begin));
+      // entry barrier: after everything submitted before (other batches,
+      // transfers), whatever they wrote is visible here
+      memory_barrier(batch->cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT, kWorkStages,
+                     kWorkAccess);
+      bound = VK_NULL_HANDLE;
+    }
+    return batch->cb;
+  }
+
+  void barrier() {
+    memory_barrier(cb(), kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
+    ++batch->barriers;
+    ++ctx->profiler.counters().barriers;
+    reads.clear();
+    writes.clear();
+  }
+
+  // Emits a barrier when the accesses conflict with unbarriered work, then
+  // records them.
+  void track(const Range* rs, const bool* is_write, std::size_t n) {
+    bool hazard = false;
+    for (std::size_t i = 0; i < n && !hazard; ++i) {
+      hazard = overlaps(writes, rs[i]) || (is_write[i] && overlaps(reads, rs[i]));
+    }
+    if (hazard) barrier();
+    for (std::size_t i = 0; i < n; ++i) (is_write[i] ? writes : reads).push_back(rs[i]);
+  }
+
+  void after_command() {
+    if (ctx->barriers_all) barrier();
+  }
+};
+
+Recorder::Recorder(Context& ctx) : s_(std::make_unique<State>()) { s_->ctx = &ctx.impl(); }
+Recorder::~Recorder() = default;
+
+Recorder& Recorder::add(const Dispatch& d) {
+  require(d.kernel != nullptr, "Recorder::add: dispatch '{}' has no kernel", d.name);
+  const detail::Kernel& k = *d.kernel;
+  k.check(d);
+  const Caps& caps = s_->ctx->caps;
+  for (int i = 0; i < 3; ++i) {
+    require(d.groups[i] <= caps.max_workgroup_count[i], "{}: {} workgroups along axis {} exceed the device's {}",
+            d.name, d.groups[i], i, caps.max_workgroup_count[i]);
+  }
+  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return *this;  // nothing to do
+
+  // Descriptors: every slot the kernel declares; unbound ones get the dummy.
+  std::array<VkDescriptorBufferInfo, kMaxBindings> infos{};
+  std::array<VkWriteDescriptorSet, kMaxBindings> writes_ds{};
+  std::array<Range, kMaxBindings> ranges{};
+  std::array<bool, kMaxBindings> is_write{};
+  std::uint32_t n = 0;
+  const auto& slots = k.interface().bindings;
+  require(slots.size() <= kMaxBindings, "{}: kernel {} has too many bindings", d.name, k.name());
+  for (const auto& slot : slots) {
+    const Binding* b = nullptr;
+    for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+      if (d.bindings[i].slot == slot.slot) b = &d.bindings[i];
+    }
+    VkDescriptorBufferInfo& info = infos[n];
+    if (b) {
+      require(b->offset % caps.min_storage_buffer_offset_alignment == 0,
+              "{}: binding {} offset {} is not a multiple of the device's storage alignment {}", d.name, b->slot,
+              b->offset, caps.min_storage_buffer_offset_alignment);
+      require(b->size <= caps.max_storage_buffer_range, "{}: binding {} spans {} bytes, the device allows {}", d.name,
+              b->slot, b->size, caps.max_storage_buffer_range);
+      info = {detail::from_handle<VkBuffer>(b->buffer), b->offset, b->size};
+    } else {
+      info = {detail::from_handle<VkBuffer>(s_->ctx->dummy().vk_handle()), 0, VK_WHOLE_SIZE};
+    }
+    VkWriteDescriptorSet& w = writes_ds[n];
+    w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstBinding = slot.slot;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &info;
+    ++n;
+  }
+  std::uint32_t nr = 0;
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    const Binding& b = d.bindings[i];
+    ranges[nr] = {b.buffer_id, b.offset, b.offset + b.size};
+    is_write[nr] = writes(b.access);
+    ++nr;
+  }
+
+  VkCommandBuffer cb = s_->cb();
+  s_->track(ranges.data(), is_write.data(), nr);
+  const bool timed = s_->ctx->profiler.enabled() && caps.timestamps;
+  if (timed) {
+    auto [pool, q] = s_->batch->next_query();
+    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, pool, q);
+  }
+  if (s_->bound != k.pipeline()) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline());
+    s_->bound = k.pipeline();
+  }
+  if (n > 0) vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout(), 0, n, writes_ds.data());
+  if (d.push_size > 0) vkCmdPushConstants(cb, k.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, d.push.data());
+  vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
+  if (timed) {
+    auto [pool, q] = s_->batch->next_query();
+    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, pool, q);
+    s_->batch->timed.push_back({d.name, s_->tag});
+  }
+  ++s_->batch->dispatches;
+  ++s_->ctx->profiler.counters().dispatches;
+  s_->after_command();
+  return *this;
+}
+
+Recorder& Recorder::add(const Ops& ops) {
+  for (const Dispatch& d : ops) add(d);
+  return *this;
+}
+
+Recorder& Recorder::fill(const Buffer& dst, std::uint32_t word, std::uint64_t offset, std::uint64_t bytes) {
+  require(static_cast<bool>(dst), "Recorder::fill: empty buffer");
+  if (bytes == kWholeBuffer) bytes = dst.size() - std::min(offset, dst.size());
+  require(offset <= dst.size() && bytes <= dst.size() - offset, "Recorder::fill: {} bytes at {} outside {} bytes",
+          bytes, offset, dst.size());
+  require(offset % 4 == 0 && bytes % 4 == 0, "Recorder::fill: offset {} and size {} must be multiples of 4", offset,
+          bytes);
+  if (bytes == 0) return *this;
+  VkCommandBuffer cb = s_->cb();
+  const Range r{dst.id(), offset, offset + bytes};
+  const bool w = true;
+  s_->track(&r, &w, 1);
+  vkCmdFillBuffer(cb, detail::from_handle<VkBuffer>(dst.vk_handle()), offset, bytes, word);
+  s_->after_command();
+  return *this;
+}
+
+Recorder& Recorder::copy(const Buffer& src, const Buffer& dst, std::uint64_t bytes, std::uint64_t src_offset,
+                         std::uint64_t dst_offset) {
+  require(src && dst, "Recorder::copy: empty buffer");
+  if (bytes == kWholeBuffer) bytes = std::min(src.size() - std::min(src_offset, src.size()), dst.size() - std::min(dst_offset, dst.size()));
+  require(src_offset <= src.size() && bytes <= src.size() - src_offset && dst_offset <= dst.size() &&
+              bytes <= dst.size() - dst_offset,
+          "Recorder::copy: {} bytes from {} (of {}) to {} (of {}) out of range", bytes, src_offset, src.size(),
+          dst_offset, dst.size());
+  require(src.id() != dst.id() || src_offset + bytes <= dst_offset || dst_offset + bytes <= src_offset,
+          "Recorder::copy: source and destination ranges overlap");
+  if (bytes == 0) return *this;
+  VkCommandBuffer cb = s_->cb();
+  const Range rs[2] = {{src.id(), src_offset, src_offset + bytes}, {dst.id(), dst_offset, dst_offset + bytes}};
+  const bool ws[2] = {false, true};
+  s_->track(rs, ws, 2);
+  const VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(cb, detail::from_handle<VkBuffer>(src.vk_handle()), detail::from_handle<VkBuffer>(dst.vk_handle()),
+                  1, &region);
+  s_->after_command();
+  return *this;
+}
+
+Recorder& Recorder::barrier() {
+  s_->barrier();
+  return *this;
+}
+
+Recorder& Recorder::tag(std::string name) {
+  s_->tag = std::move(name);
+  return *this;
+}
+
+std::uint32_t Recorder::dispatches() const noexcept { return s_->batch ? s_->batch->dispatches : 0; }
+std::uint32_t Recorder::barriers() const noexcept { return s_->batch ? s_->batch->barriers : 0; }
+bool Recorder::empty() const noexcept { return !s_->batch; }
+
+void Recorder::run() {
+  Graph g = finish();
+  if (g) g.run();
+}
+
+Graph Recorder::finish() {
+  if (!s_->batch) return Graph();
+  // exit barrier: results visible to host reads of mapped buffers
+  memory_barrier(s_->batch->cb, kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT);
+  VKBLR_VK(vkEndCommandBuffer(s_->batch->cb));
+  s_->reads.clear();
+  s_->writes.clear();
+  s_->tag.clear();
+  return Graph(std::move(s_->batch));
+}
+
+}  // namespace vkblr
