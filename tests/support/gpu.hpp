@@ -1,0 +1,37 @@
+// gpu.hpp — the conformance suite's shared device and the GPU_TEST macro.
+//
+// Every GPU test runs on one process-wide Context with the Khronos
+// validation layer on; the test fails when any validation message appears
+// during it. Without any Vulkan device the test is skipped (SKIP) — that is
+// the only skip; a missing validation layer is a failure.
+#pragma once
+
+#include <catch2/catch_test_macros.hpp>
+#include <string>
+
+#include "vkblr/context.hpp"
+
+namespace vkt {
+
+// The shared validation-enabled context (created on first use).
+vkblr::Context& context();
+
+// Fails the running test if validation reported anything; clears the log.
+void check_validation(vkblr::Context& ctx);
+
+}  // namespace vkt
+
+#define VKT_CAT2(a, b) a##b
+#define VKT_CAT(a, b) VKT_CAT2(a, b)
+#define VKT_GPU_TEST_IMPL(fn, name, tags)                         \
+  static void fn(vkblr::Context& ctx);                            \
+  TEST_CASE(name, tags) {                                         \
+    vkblr::Context& ctx_ = vkt::context();                        \
+    ctx_.clear_validation_messages();                             \
+    fn(ctx_);                                                     \
+    vkt::check_validation(ctx_);                                  \
+  }                                                               \
+  static void fn([[maybe_unused]] vkblr::Context& ctx)
+
+// GPU_TEST("name", "[tags]") { ... ctx ... }
+#define GPU_TEST(name, tags) VKT_GPU_TEST_IMPL(VKT_CAT(vkt_gpu_test_, __LINE__), name, tags)
