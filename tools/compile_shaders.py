@@ -19,6 +19,7 @@ Usage:
     compile_shaders.py --glsl DIR --out DIR --check
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -161,7 +162,14 @@ def main():
     ap.add_argument("--spirv-val", default="spirv-val")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    check(args) if args.check else compile_all(args)
+    if args.check:
+        check(args)
+        return
+    # one compile at a time per cache (parallel builds, several worktrees)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        compile_all(args)
 
 
 if __name__ == "__main__":

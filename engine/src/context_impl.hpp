@@ -50,6 +50,12 @@ class ContextImpl {
 
   const Buffer& dummy() const noexcept { return dummy_; }
 
+  // A device buffer owned by the context and shared by every op that names
+  // it (e.g. the partial sums of the column reductions). Made on first use
+  // with `bytes` and never reallocated (recorded graphs keep pointing at
+  // it): a later request for more throws Error naming `name`.
+  const Buffer& scratch(const std::string& name, std::uint64_t bytes);
+
   void add_validation_message(std::string text);
   std::vector<std::string> validation_messages() const;
   std::size_t validation_message_count() const;
@@ -83,6 +89,7 @@ class ContextImpl {
   void transfer(Fn&& fn);
 
   std::map<std::vector<std::uint32_t>, std::unique_ptr<Kernel>> kernels_;
+  std::map<std::string, Buffer> scratch_;
   Buffer staging_;
   Buffer dummy_;
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;

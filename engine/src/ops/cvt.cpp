@@ -2,7 +2,7 @@
 #include "cvt.h"
 
 #include "op_util.hpp"
-#include "vkblr/ops.hpp"
+#include "vkblr/ops/cvt.hpp"
 
 namespace vkblr::ops {
 namespace {

@@ -1,6 +1,6 @@
 // The cooperative-matrix smoke kernel (glsl/coopmat_probe.comp).
 #include "op_util.hpp"
-#include "vkblr/ops.hpp"
+#include "vkblr/ops/probe.hpp"
 
 namespace vkblr::ops {
 
