@@ -7,10 +7,13 @@
 
 #include "interface.h"
 
-// Index of this invocation in a 1-D grid folded into (x, y) workgroups:
-// the C++ side splits more than 65535 workgroups over y.
+// Index of this invocation in a 1-D grid of VKBLR_ELT_WG-wide workgroups
+// folded into (x, y): the C++ side (detail::elt_grid) splits more than 65535
+// workgroups over y. The row width is the constant, not gl_WorkGroupSize:
+// this file is included before a shader declares its local size, and
+// glslang evaluates gl_WorkGroupSize here as (1, 1, 1).
 uint elt_index() {
-  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * VKBLR_ELT_WG);
 }
 
 #endif

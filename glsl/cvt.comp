@@ -3,15 +3,16 @@
 //   cvt       DST[rows][k] = f16(SRC[row][k] · scale)
 //   cvt_col   DST[rows][k] = f16(SRC[row][k] · COL[k] · scale)
 //   cvt_cols  DST[rows][k] = f16(SRC[row][col0 + k] · scale), SRC rows of `stride`
-// The products are evaluated left to right, (x · col) · scale, in every
-// kernel that stages the same value (cvt_multi, cvt_t, colsum_fused*), so
-// they agree bit for bit.
+// The products are evaluated left to right, (x · col) · scale, through
+// staged() (unfused.glsl) in every kernel that stages the same value
+// (cvt_multi, cvt_t, colsum_fused*), so they agree bit for bit.
 // @variant cvt MODE=0
 // @variant cvt_col MODE=1
 // @variant cvt_cols MODE=2
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "cvt.h"
+#include "unfused.glsl"
 
 layout(local_size_x = VKBLR_ELT_WG) in;
 layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
@@ -30,7 +31,7 @@ void main() {
 #if MODE == 0
     v = src[i] * pc.scale;
 #elif MODE == 1
-    v = src[i] * col[c] * pc.scale;
+    v = staged(src[i], col[c], pc.scale);
 #else
     v = src[row * pc.stride + pc.col0 + c] * pc.scale;
 #endif

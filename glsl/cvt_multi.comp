@@ -5,6 +5,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "cvt.h"
+#include "unfused.glsl"
 
 layout(local_size_x = VKBLR_ELT_WG) in;
 layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
@@ -24,8 +25,8 @@ void main() {
   const uint c = i % pc.k;
   const bool live = row < pc.m;
   const float x = live ? src[i] : 0.0;
-  dst0[i] = float16_t(live ? x * col0[c] * pc.scale : 0.0);
-  if (pc.outputs > 1) dst1[i] = float16_t(live ? x * col1[c] * pc.scale : 0.0);
-  if (pc.outputs > 2) dst2[i] = float16_t(live ? x * col2[c] * pc.scale : 0.0);
-  if (pc.outputs > 3) dst3[i] = float16_t(live ? x * col3[c] * pc.scale : 0.0);
+  dst0[i] = float16_t(live ? staged(x, col0[c], pc.scale) : 0.0);
+  if (pc.outputs > 1) dst1[i] = float16_t(live ? staged(x, col1[c], pc.scale) : 0.0);
+  if (pc.outputs > 2) dst2[i] = float16_t(live ? staged(x, col2[c], pc.scale) : 0.0);
+  if (pc.outputs > 3) dst3[i] = float16_t(live ? staged(x, col3[c], pc.scale) : 0.0);
 }

@@ -10,6 +10,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "cvt.h"
+#include "unfused.glsl"
 
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
@@ -31,7 +32,7 @@ void main() {
     float v = 0.0;
     if (t < pc.m && r < pc.k) {
 #if MODE == 1
-      v = src[t * pc.k + r] * col[r] * pc.scale;
+      v = staged(src[t * pc.k + r], col[r], pc.scale);
 #else
       v = src[t * pc.k + r] * pc.scale;
 #endif

@@ -15,7 +15,9 @@ Buffer::Buffer(Buffer&& other) noexcept
       allocation_(std::exchange(other.allocation_, nullptr)),
       mapped_(std::exchange(other.mapped_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      id_(std::exchange(other.id_, 0)) {}
+      id_(std::exchange(other.id_, 0)),
+      offset_(std::exchange(other.offset_, 0)),
+      owning_(std::exchange(other.owning_, false)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -26,18 +28,39 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     mapped_ = std::exchange(other.mapped_, nullptr);
     size_ = std::exchange(other.size_, 0);
     id_ = std::exchange(other.id_, 0);
+    offset_ = std::exchange(other.offset_, 0);
+    owning_ = std::exchange(other.owning_, false);
   }
   return *this;
 }
 
 void Buffer::release() noexcept {
-  if (owner_ && handle_) owner_->destroy_buffer(handle_, allocation_);
+  if (owning_ && owner_ && handle_) owner_->destroy_buffer(handle_, allocation_);
   owner_ = nullptr;
   handle_ = 0;
   allocation_ = nullptr;
   mapped_ = nullptr;
   size_ = 0;
   id_ = 0;
+  offset_ = 0;
+  owning_ = false;
+}
+
+Buffer Buffer::view(std::uint64_t offset, std::uint64_t bytes) const {
+  require(handle_ != 0, "Buffer::view of an empty buffer");
+  if (bytes == kWholeBuffer) bytes = size_ - std::min(offset, size_);
+  require(offset <= size_ && bytes <= size_ - offset && bytes > 0,
+          "Buffer::view: {} bytes at offset {} outside a buffer of {} bytes", bytes, offset, size_);
+  Buffer v;
+  v.owner_ = owner_;
+  v.handle_ = handle_;
+  v.allocation_ = allocation_;
+  v.mapped_ = mapped_ ? static_cast<char*>(mapped_) + offset : nullptr;
+  v.size_ = bytes;
+  v.id_ = id_;
+  v.offset_ = offset_ + offset;
+  v.owning_ = false;
+  return v;
 }
 
 void Buffer::write(const void* data, std::uint64_t bytes, std::uint64_t offset) {

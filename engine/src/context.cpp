@@ -580,7 +580,8 @@ void ContextImpl::write(const Buffer& dst, const void* data, std::uint64_t bytes
   profiler.counters().bytes_uploaded += bytes;
   if (dst.mapped()) {
     std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, bytes);
-    VKBLR_VK(vmaFlushAllocation(allocator, static_cast<VmaAllocation>(dst.vma_allocation()), offset, bytes));
+    VKBLR_VK(vmaFlushAllocation(allocator, static_cast<VmaAllocation>(dst.vma_allocation()), dst.offset() + offset,
+                                bytes));
     return;
   }
   const auto* src = static_cast<const char*>(data);
@@ -590,7 +591,7 @@ void ContextImpl::write(const Buffer& dst, const void* data, std::uint64_t bytes
     std::memcpy(staging_.mapped(), src + done, n);
     VKBLR_VK(vmaFlushAllocation(allocator, static_cast<VmaAllocation>(staging_.vma_allocation()), 0, n));
     transfer([&](VkCommandBuffer cb) {
-      VkBufferCopy region{0, offset + done, n};
+      VkBufferCopy region{0, dst.offset() + offset + done, n};
       vkCmdCopyBuffer(cb, from_handle<VkBuffer>(staging_.vk_handle()), from_handle<VkBuffer>(dst.vk_handle()), 1,
                       &region);
     });
@@ -602,7 +603,8 @@ void ContextImpl::read(const Buffer& src, void* data, std::uint64_t bytes, std::
   check_range(src, bytes, offset, "Buffer::read");
   profiler.counters().bytes_downloaded += bytes;
   if (src.mapped()) {
-    VKBLR_VK(vmaInvalidateAllocation(allocator, static_cast<VmaAllocation>(src.vma_allocation()), offset, bytes));
+    VKBLR_VK(vmaInvalidateAllocation(allocator, static_cast<VmaAllocation>(src.vma_allocation()),
+                                     src.offset() + offset, bytes));
     std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, bytes);
     return;
   }
@@ -611,7 +613,7 @@ void ContextImpl::read(const Buffer& src, void* data, std::uint64_t bytes, std::
     const std::uint64_t n = std::min(bytes - done, kStagingChunk);
     ensure_staging(n);
     transfer([&](VkCommandBuffer cb) {
-      VkBufferCopy region{offset + done, 0, n};
+      VkBufferCopy region{src.offset() + offset + done, 0, n};
       vkCmdCopyBuffer(cb, from_handle<VkBuffer>(src.vk_handle()), from_handle<VkBuffer>(staging_.vk_handle()), 1,
                       &region);
     });
@@ -627,12 +629,24 @@ void ContextImpl::fill(const Buffer& dst, std::uint32_t word, std::uint64_t offs
   require(offset % 4 == 0 && bytes % 4 == 0, "Buffer::fill: offset {} and size {} must be multiples of 4", offset,
           bytes);
   if (bytes == 0) return;
-  transfer([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, from_handle<VkBuffer>(dst.vk_handle()), offset, bytes, word); });
+  transfer([&](VkCommandBuffer cb) {
+    vkCmdFillBuffer(cb, from_handle<VkBuffer>(dst.vk_handle()), dst.offset() + offset, bytes, word);
+  });
 }
 
-const Kernel& ContextImpl::kernel(KernelId id, std::span<const std::uint32_t> spec, const KernelOptions& options) {
+const Kernel& ContextImpl::kernel(KernelId id, std::span<const std::uint32_t> spec_by_id,
+                                  const KernelOptions& options) {
+  std::vector<SpecConstant> spec;
+  for (std::uint32_t i = 0; i < spec_by_id.size(); ++i) spec.push_back({i, spec_by_id[i]});
+  return kernel(id, std::span<const SpecConstant>(spec), options);
+}
+
+const Kernel& ContextImpl::kernel(KernelId id, std::span<const SpecConstant> spec, const KernelOptions& options) {
   std::vector<std::uint32_t> key{static_cast<std::uint32_t>(id), options.subgroup_size, options.full_subgroups ? 1u : 0u};
-  key.insert(key.end(), spec.begin(), spec.end());
+  for (const SpecConstant& c : spec) {
+    key.push_back(c.id);
+    key.push_back(c.value);
+  }
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
     it = kernels_.emplace(std::move(key), std::make_unique<Kernel>(device, pipeline_cache, id, spec, options)).first;

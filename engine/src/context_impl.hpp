@@ -39,7 +39,9 @@ class ContextImpl {
   void fill(const Buffer& dst, std::uint32_t word, std::uint64_t offset, std::uint64_t bytes);
 
   // The cached pipeline of (id, spec constants, options); created on first use.
-  const Kernel& kernel(KernelId id, std::span<const std::uint32_t> spec = {}, const KernelOptions& options = {});
+  const Kernel& kernel(KernelId id, std::span<const SpecConstant> spec = {}, const KernelOptions& options = {});
+  // Constants with ids 0, 1, 2, ... in order.
+  const Kernel& kernel(KernelId id, std::span<const std::uint32_t> spec_by_id, const KernelOptions& options = {});
 
   VkCommandBuffer allocate_command_buffer();
   void free_command_buffer(VkCommandBuffer cb) noexcept;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkblr::detail {
 
@@ -46,3 +47,11 @@ void write_file_atomic(const std::string& path, const void* data, std::size_t by
 }
 
 }  // namespace vkblr::detail
+
+namespace vkblr {
+
+void write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
+  detail::write_file_atomic(path, data, bytes);
+}
+
+}  // namespace vkblr

@@ -7,15 +7,15 @@
 
 namespace vkblr::detail {
 
-Kernel::Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<const std::uint32_t> spec,
+Kernel::Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<const SpecConstant> spec,
                const KernelOptions& options)
     : device_(device), id_(id) {
   const EmbeddedModule& mod = kEmbeddedModules[static_cast<std::size_t>(id)];
   name_ = mod.name;
   iface_ = reflect_spirv({mod.words, mod.word_count}, name_);
-  for (std::uint32_t i = 0; i < spec.size(); ++i) {
-    require(std::binary_search(iface_.spec_ids.begin(), iface_.spec_ids.end(), i),
-            "kernel {}: specialization constant {} given but the shader declares none with that id", name_, i);
+  for (const SpecConstant& c : spec) {
+    require(std::binary_search(iface_.spec_ids.begin(), iface_.spec_ids.end(), c.id),
+            "kernel {}: specialization constant {} given but the shader declares none with that id", name_, c.id);
   }
 
   std::vector<VkDescriptorSetLayoutBinding> slots;
@@ -43,12 +43,16 @@ Kernel::Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<co
     module_info.pCode = mod.words;
     VKBLR_VK(vkCreateShaderModule(device_, &module_info, nullptr, &module));
 
+    std::vector<SpecConstant> sorted(spec.begin(), spec.end());
+    std::sort(sorted.begin(), sorted.end(), [](const SpecConstant& a, const SpecConstant& b) { return a.id < b.id; });
     std::vector<VkSpecializationMapEntry> entries;
-    for (std::uint32_t i = 0; i < spec.size(); ++i) {
-      entries.push_back({i, i * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t)});
+    std::vector<std::uint32_t> values;
+    for (const SpecConstant& c : sorted) {
+      entries.push_back({c.id, static_cast<std::uint32_t>(values.size() * sizeof(std::uint32_t)), sizeof(std::uint32_t)});
+      values.push_back(c.value);
     }
-    VkSpecializationInfo spec_info{static_cast<std::uint32_t>(entries.size()), entries.data(), spec.size_bytes(),
-                                   spec.data()};
+    VkSpecializationInfo spec_info{static_cast<std::uint32_t>(entries.size()), entries.data(),
+                                   values.size() * sizeof(std::uint32_t), values.data()};
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
     subgroup.requiredSubgroupSize = options.subgroup_size;

@@ -20,6 +20,13 @@ struct Dispatch;
 
 namespace vkblr::detail {
 
+// One specialization constant: the shader's constant_id and its 32-bit
+// value (floats as their bits).
+struct SpecConstant {
+  std::uint32_t id;
+  std::uint32_t value;
+};
+
 // Pipeline options beyond the specialization constants.
 struct KernelOptions {
   // Required subgroup size (0: the driver's choice). Cooperative-matrix
@@ -30,7 +37,8 @@ struct KernelOptions {
 
 class Kernel {
  public:
-  Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<const std::uint32_t> spec,
+  // Throws vkblr::Error when a constant's id is not declared by the shader.
+  Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<const SpecConstant> spec,
          const KernelOptions& options);
   ~Kernel();
   Kernel(const Kernel&) = delete;

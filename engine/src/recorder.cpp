@@ -291,10 +291,11 @@ Recorder& Recorder::fill(const Buffer& dst, std::uint32_t word, std::uint64_t of
           bytes);
   if (bytes == 0) return *this;
   VkCommandBuffer cb = s_->cb();
-  const Range r{dst.id(), offset, offset + bytes};
+  const std::uint64_t at = dst.offset() + offset;
+  const Range r{dst.id(), at, at + bytes};
   const bool w = true;
   s_->track(&r, &w, 1);
-  vkCmdFillBuffer(cb, detail::from_handle<VkBuffer>(dst.vk_handle()), offset, bytes, word);
+  vkCmdFillBuffer(cb, detail::from_handle<VkBuffer>(dst.vk_handle()), at, bytes, word);
   s_->after_command();
   return *this;
 }
@@ -307,14 +308,15 @@ Recorder& Recorder::copy(const Buffer& src, const Buffer& dst, std::uint64_t byt
               bytes <= dst.size() - dst_offset,
           "Recorder::copy: {} bytes from {} (of {}) to {} (of {}) out of range", bytes, src_offset, src.size(),
           dst_offset, dst.size());
-  require(src.id() != dst.id() || src_offset + bytes <= dst_offset || dst_offset + bytes <= src_offset,
+  const std::uint64_t from = src.offset() + src_offset, to = dst.offset() + dst_offset;
+  require(src.id() != dst.id() || from + bytes <= to || to + bytes <= from,
           "Recorder::copy: source and destination ranges overlap");
   if (bytes == 0) return *this;
   VkCommandBuffer cb = s_->cb();
-  const Range rs[2] = {{src.id(), src_offset, src_offset + bytes}, {dst.id(), dst_offset, dst_offset + bytes}};
+  const Range rs[2] = {{src.id(), from, from + bytes}, {dst.id(), to, to + bytes}};
   const bool ws[2] = {false, true};
   s_->track(rs, ws, 2);
-  const VkBufferCopy region{src_offset, dst_offset, bytes};
+  const VkBufferCopy region{from, to, bytes};
   vkCmdCopyBuffer(cb, detail::from_handle<VkBuffer>(src.vk_handle()), detail::from_handle<VkBuffer>(dst.vk_handle()),
                   1, &region);
   s_->after_command();

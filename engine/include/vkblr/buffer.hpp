@@ -5,6 +5,12 @@
 // are synchronous host <-> device transfers through the context's staging
 // memory (they wait for the device); inside a recorded batch use
 // Recorder::fill / copy instead. A Buffer must not outlive its Context.
+//
+// view(offset, bytes) is a non-owning Buffer over a byte range of another:
+// ops take it wherever they take a buffer (several parameter vectors that
+// one optimizer dispatch updates as a concatenation, say). It shares the
+// parent's id, so the Recorder tracks hazards on the exact bytes. A view
+// must not outlive its parent.
 #pragma once
 
 #include <algorithm>
@@ -32,7 +38,15 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   explicit operator bool() const noexcept { return handle_ != 0; }
+  // Bytes of this buffer (of the range, for a view).
   std::uint64_t size() const noexcept { return size_; }
+  // Byte offset of the range in the underlying allocation (0 unless a view).
+  std::uint64_t offset() const noexcept { return offset_; }
+  // A non-owning view of [offset, offset + bytes) (bytes = kWholeBuffer: to
+  // the end). Throws Error outside the buffer. The offset must suit the
+  // device's storage-buffer alignment where the view is bound.
+  Buffer view(std::uint64_t offset, std::uint64_t bytes = kWholeBuffer) const;
+  bool is_view() const noexcept { return !owning_; }
   // Unique per allocation of a process (hazard tracking, profiling).
   std::uint64_t id() const noexcept { return id_; }
   // Host pointer of a host_buffer (nullptr for device buffers).
@@ -68,7 +82,7 @@ class Buffer {
   void* vma_allocation() const noexcept { return allocation_; }
   Buffer(detail::ContextImpl* owner, std::uint64_t handle, void* allocation, void* mapped, std::uint64_t size,
          std::uint64_t id) noexcept
-      : owner_(owner), handle_(handle), allocation_(allocation), mapped_(mapped), size_(size), id_(id) {}
+      : owner_(owner), handle_(handle), allocation_(allocation), mapped_(mapped), size_(size), id_(id), owning_(true) {}
 
  private:
   void release() noexcept;
@@ -79,6 +93,8 @@ class Buffer {
   void* mapped_ = nullptr;
   std::uint64_t size_ = 0;
   std::uint64_t id_ = 0;
+  std::uint64_t offset_ = 0;
+  bool owning_ = false;
 };
 
 }  // namespace vkblr

@@ -36,8 +36,8 @@ struct Binding {
   Access access = Access::read;
   std::uint64_t buffer = 0;  // VkBuffer
   std::uint64_t buffer_id = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;  // bytes from offset
+  std::uint64_t offset = 0;  // in the underlying allocation (a view's offset included)
+  std::uint64_t size = 0;    // bytes from offset
 };
 
 inline constexpr std::size_t kMaxBindings = 16;
@@ -69,7 +69,7 @@ struct Dispatch {
     if (size == kWholeBuffer) size = b.size() - offset;
     require(offset + size <= b.size(), "{}: binding {} range {}+{} past the buffer's {} bytes", name, slot, offset,
             size, b.size());
-    bindings[binding_count++] = Binding{slot, access, b.vk_handle(), b.id(), offset, size};
+    bindings[binding_count++] = Binding{slot, access, b.vk_handle(), b.id(), b.offset() + offset, size};
     return *this;
   }
 };

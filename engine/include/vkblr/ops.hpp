@@ -7,5 +7,11 @@
 // op computes, exactly, is in docs/kernels.md. One header per family:
 #pragma once
 
+#include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
+#include "vkblr/ops/dense.hpp"
+#include "vkblr/ops/expand.hpp"
+#include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/probe.hpp"
+#include "vkblr/ops/scale.hpp"
+#include "vkblr/ops/split_qg.hpp"

@@ -50,7 +50,17 @@ inline void elements_fit(const char* op, std::uint64_t n) {
   require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
 }
 
+// A dispatch of kernel `id` (constants by id 0, 1, ... in order).
 inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::span<const std::uint32_t> spec = {},
+                              const KernelOptions& options = {}) {
+  Dispatch d;
+  d.kernel = &ctx.impl().kernel(id, spec, options);
+  d.name = name;
+  return d;
+}
+
+// A dispatch of kernel `id` with constants given by id.
+inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::span<const SpecConstant> spec,
                               const KernelOptions& options = {}) {
   Dispatch d;
   d.kernel = &ctx.impl().kernel(id, spec, options);

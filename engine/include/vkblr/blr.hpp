@@ -1,0 +1,123 @@
+// vkblr/blr.hpp — the binary low-rank (blr) linear layer: forward, backward
+// and sign gradients, every path's work recorded into one batch.
+//
+// A layer of shape m×n (out×in), rank r, P paths computes
+//     y = Σ_p  h_p ⊙ ((x ⊙ g_p) · S_V,p ⊙ ℓ_p) · S_U,pᵀ
+// i.e. Ŵ = Σ_p diag(h)·S_U·diag(ℓ)·S_Vᵀ·diag(g), with S_U (m×r) and S_V
+// (n×r) ±1 matrices kept as bitmaps: u32 [rows][r/32], bit j of word w =
+// rank 32w+j, 1 = +1. Per path, on x [ntok][n] and dy [ntok][m]:
+//
+//   forward   a = (x⊙g)·S_V      c = (a⊙ℓ)·S_Uᵀ      y (+)= h⊙c
+//   backward  dh += Σ_t dy⊙c     b = (dy⊙h)·S_U      dℓ += Σ_t a⊙b
+//             dx' = (b⊙ℓ)·S_Vᵀ   dg += Σ_t x⊙dx'     dx (+)= g⊙dx'
+//   signs     G_U = diag(h)·dyᵀ·a·diag(ℓ)  [m][r]
+//             G_V = diag(g)·xᵀ·b·diag(ℓ)   [n][r]
+//
+// The GEMMs read the bitmaps directly (bits_t for S_V in the forward and
+// S_U in the backward, bits_n for the others); VKBLR_MM_BITS=0 expands them
+// into planes first, with the same bits. Backward operands are staged to f16
+// under `gscale`, a power of two, and divided back by the GEMMs. The column
+// reductions are fused with the op that reads the same operand (colsum_fused
+// -> colsum_fused_t when sign gradients need the transposed operands), and
+// fall back to separate ops where a fused form cannot run.
+//
+// Ownership: a BlrLayer owns its parameters and gradients; BlrScratch owns
+// what the forward keeps for the backward (a and c per path) and borrows
+// the transients of a BlrShared, which every layer of a model can share
+// (one layer's work is recorded at a time; the Recorder orders reuses).
+// Buffers must outlive the batches that name them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "vkblr/buffer.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/recorder.hpp"
+
+namespace vkblr {
+
+// One path's device state.
+struct BlrPath {
+  Buffer bits_u;      // u32 [m][r/32]
+  Buffer bits_v;      // u32 [n][r/32]
+  Buffer h, l, g;     // f32 [m], [r], [n]
+  Buffer dh, dl, dg;  // f32 [m], [r], [n]: accumulated by blr_backward
+  // Sign gradients G_U f32 [m][r], G_V f32 [n][r]; empty = not computed.
+  // blr_backward writes (or adds, BlrBackward::accumulate_sign_grads) them.
+  Buffer g_u, g_v;
+};
+
+struct BlrLayer {
+  std::uint32_t m = 0, n = 0, r = 0;
+  std::vector<BlrPath> paths;
+
+  // Throws vkblr::Error unless the shape and every buffer fit: m, n multiples
+  // of 16, r a multiple of 32, 1 <= paths.
+  void check(const char* op) const;
+};
+
+// Host values of one path, to make a layer (bitmaps packed as above).
+struct BlrPathInit {
+  std::vector<std::uint32_t> bits_u, bits_v;
+  std::vector<float> h, l, g;
+};
+
+// A layer with its buffers allocated and filled from `init` (gradients
+// zero); with `sign_grads`, G_U/G_V buffers too.
+BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t r,
+                        const std::vector<BlrPathInit>& init, bool sign_grads);
+
+// Transients of the blr ops for up to `ntok` tokens and layers of at most
+// (m, n, r), shared by every layer of a model.
+struct BlrShared {
+  BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r);
+  std::uint32_t ntok, m, n, r;
+  Buffer xh;  // f16 [ntok][max(m, n, r)]: the GEMMs' staged activation
+  Buffer t1;  // f32 [ntok][n]: dx' of a path
+  Buffer t2;  // f32 [ntok][r]: b of a path
+  // Transposed f16 operands of the sign-gradient GEMMs, tokens padded to
+  // t32 = ntok rounded up to 32 (zeros): (dy⊙h·gs)ᵀ [m][t32],
+  // (x⊙g)ᵀ [n][t32], (a⊙ℓ)ᵀ [r][t32], (b⊙ℓ·gs)ᵀ [r][t32].
+  Buffer dyh_t, xg_t, al_t, bl_t;
+};
+
+// Per-layer scratch: a [ntok][r] and c [ntok][m] of every path (kept by the
+// forward for the backward), and the shared transients.
+struct BlrScratch {
+  BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared);
+  std::uint32_t ntok;
+  std::vector<Buffer> a, c;
+  BlrShared* shared;
+};
+
+// Records the forward of `layer` on x f32 [ntok][n] into y f32 [ntok][m]
+// (overwritten); keeps a and c in `s`.
+void blr_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
+                 const Buffer& y, std::uint32_t ntok);
+
+// The f16 inputs of every path, xin[p] = f16(x ⊙ g_p) [ntok][n], staged by
+// cvt_multi (one dispatch per four paths).
+void blr_stage_inputs(Recorder& rec, Context& ctx, const BlrLayer& layer, const Buffer& x,
+                      std::span<const Buffer* const> xin, std::uint32_t ntok);
+// blr_forward with the inputs staged already (blr_stage_inputs): the same bits.
+void blr_forward_staged(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s,
+                        std::span<const Buffer* const> xin, const Buffer& y, std::uint32_t ntok);
+
+struct BlrBackward {
+  float gscale = 1024.0f;  // power of two; gradients are staged to f16 times it
+  bool sign_grads = true;  // form G_U/G_V for paths that have the buffers
+  bool accumulate_sign_grads = false;  // add to g_u/g_v (micro-batches) instead of overwriting
+  bool fuse = true;        // false: the unfused ops (same bits; for tests)
+};
+
+// Records the backward of the last blr_forward on the same x: dh/dℓ/dg of
+// every path accumulate, dx f32 [ntok][n] is overwritten with the input
+// gradient, and (options) the sign gradients are formed after each path's
+// input gradient, from the bits as they were; the sign part is tagged "sign"
+// for the profiler. Throws for a bad gscale or shape.
+void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
+                  const Buffer& dx, std::uint32_t ntok, const BlrBackward& options = {});
+
+}  // namespace vkblr

@@ -1,0 +1,89 @@
+// vkblr/gemm.hpp — the f16 GEMM with f32 accumulation, and its composites.
+//
+//   out[m][ldo], columns ocol .. ocol+n  (+)=  act[m][k] · B[n][k]ᵀ · oscale
+//
+// act is an f16 buffer [m][lda] (lda >= k, a multiple of 8; 0 = k); out is
+// f32. B is one of
+//   plane   f16 [n][k]: the plane's own rows;
+//   bits_n  sign bitmap [n][k/32] u32 words, bit j of word w = B[row][32w+j],
+//           1 = +1, 0 = -1 (the blr layers' S matrices, one row per row);
+//   bits_t  sign bitmap [k][n/32]: the plane is the bitmap's transpose,
+//           B[c][row] = bit (c % 32) of word c/32 of bitmap row `row`.
+// Bitmaps are expanded to ±1 while the GEMM stages them into shared memory;
+// the products equal the plane mode's on the expanded plane bit for bit.
+//
+// Constraints: m >= 1 (any; rows past m are neither read nor written),
+// n and k multiples of 16, k a multiple of 32 in bits_n and n a multiple of
+// 32 in bits_t. Anything else throws vkblr::Error naming the value.
+//
+// Paths: cooperative matrices with the device's fragment shape (Caps::
+// f16_fragment()), or a plain shared-memory kernel on devices without them
+// (or everywhere with VKBLR_MM_COOPMAT=0). VKBLR_MM_BITS=0 makes the bitmap
+// modes expand into a plane first (an `expand` dispatch) and run the plane
+// GEMM: same bits. The workgroup tile comes from the device and the shape
+// (gemm_tile_for); VKBLR_GEMM_TILE="bm,bn,bk,wm,wn,stages" overrides it.
+// For a given device, shape and tile, results are deterministic.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vkblr/buffer.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/dispatch.hpp"
+
+namespace vkblr {
+
+enum class GemmB : std::uint32_t { plane = 0, bits_n = 1, bits_t = 2 };
+const char* to_string(GemmB mode) noexcept;
+
+struct GemmShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  std::uint32_t lda = 0;   // act row stride in halves; 0 = k
+  std::uint32_t ldo = 0;   // out row stride in floats; 0 = n
+  std::uint32_t ocol = 0;  // first out column written
+  float oscale = 1.0f;
+  bool accumulate = false;  // out += product
+};
+
+// A workgroup tile: BM × BN outputs over K steps of BK; cooperative-matrix
+// subgroups of WM × WN each (plain kernel: invocations of WM × WN each);
+// stages = 2: the next K tile is loaded while the current one is multiplied.
+struct GemmTile {
+  std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
+  bool coopmat = false;
+  std::string to_string() const;
+};
+
+// The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and
+// VKBLR_MM_COOPMAT=0 honoured).
+GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k);
+// Throws Error when `tile` cannot run on this device (shared memory,
+// invocations, divisibility), naming the broken rule.
+void check_gemm_tile(const Context& ctx, const GemmTile& tile);
+
+// The GEMM; `b` holds the plane or the bitmap of `mode`. `tile` = nullptr:
+// gemm_tile_for. One dispatch (two under VKBLR_MM_BITS=0 for bitmaps).
+Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
+         const GemmTile* tile = nullptr);
+
+// ---- composites (the seed's plane_linear, weight_grad, gram_acc) ----------
+
+// y[ntok][n] = (x[ntok][k] · scale) · plane[n][k]ᵀ / scale, staged through
+// act16 (f16 [ntok][k]): a dense frozen linear (or, with a gradient scale,
+// its transpose for the input gradient).
+Ops plane_linear(Context& ctx, const Buffer& plane, const Buffer& x, const Buffer& act16, const Buffer& y,
+                 std::uint32_t ntok, std::uint32_t n, std::uint32_t k, float scale);
+
+// dw[m][k] = dy[ntok][m]ᵀ · x[ntok][k] (overwritten): both operands staged
+// transposed in f16 — dyt [m32][t32] at the gradient scale gscale, xt
+// [k32][t32], t32 = ntok rounded up to 32 (zero padded), m32/k32 = m/k
+// rounded up to 32 — with the tokens as the GEMM's K. m, k multiples of 16.
+Ops weight_grad(Context& ctx, const Buffer& x, const Buffer& dy, const Buffer& xt, const Buffer& dyt, const Buffer& dw,
+                std::uint32_t ntok, std::uint32_t m, std::uint32_t k, float gscale);
+
+// acc[k][k] += x[ntok][k]ᵀ · x (the input Gram of a linear), x staged
+// transposed into xt [k32][t32] as in weight_grad. k a multiple of 16.
+Ops gram_acc(Context& ctx, const Buffer& x, const Buffer& xt, const Buffer& acc, std::uint32_t ntok, std::uint32_t k);
+
+}  // namespace vkblr

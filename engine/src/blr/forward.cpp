@@ -1,0 +1,80 @@
+// blr_forward, blr_stage_inputs, blr_forward_staged.
+#include "../ops/op_util.hpp"
+#include "vkblr/blr.hpp"
+#include "vkblr/gemm.hpp"
+#include "vkblr/ops/cvt.hpp"
+#include "vkblr/ops/scale.hpp"
+
+namespace vkblr {
+namespace {
+
+void check_call(const char* op, const BlrLayer& layer, const BlrScratch& s, std::uint32_t ntok) {
+  layer.check(op);
+  detail::dim(op, "ntok", ntok);
+  require(ntok <= s.ntok, "{}: ntok = {} exceeds the scratch's {}", op, ntok, s.ntok);
+  require(s.a.size() == layer.paths.size(), "{}: scratch made for {} paths, the layer has {}", op, s.a.size(),
+          layer.paths.size());
+}
+
+// The forward after each path's input is staged (xin[p], or the shared xh
+// staged here when xin is empty).
+void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer* x,
+                   std::span<const Buffer* const> xin, const Buffer& y, std::uint32_t ntok) {
+  const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
+  const std::size_t np = layer.paths.size();
+  BlrShared& sh = *s.shared;
+  for (std::size_t p = 0; p < np; ++p) {
+    const BlrPath& path = layer.paths[p];
+    const Buffer* input = &sh.xh;
+    if (xin.empty()) {
+      rec.add(ops::cvt_col(ctx, *x, path.g, sh.xh, ntok, n, 1.0f));
+    } else {
+      input = xin[p];
+    }
+    // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
+    rec.add(gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p], {ntok, r, n}));
+    rec.add(ops::cvt_col(ctx, s.a[p], path.l, sh.xh, ntok, r, 1.0f));
+    // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
+    rec.add(gemm(ctx, sh.xh, path.bits_u, GemmB::bits_n, s.c[p], {ntok, m, r}));
+    // y = Σ_p h_p⊙c_p: two paths in one pass after the second
+    if (np != 2) {
+      rec.add(ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0));
+    } else if (p == 1) {
+      rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], path.h, y, ntok, m));
+    }
+  }
+}
+
+}  // namespace
+
+void blr_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& y,
+                 std::uint32_t ntok) {
+  check_call("blr_forward", layer, s, ntok);
+  forward_paths(rec, ctx, layer, s, &x, {}, y, ntok);
+}
+
+void blr_stage_inputs(Recorder& rec, Context& ctx, const BlrLayer& layer, const Buffer& x,
+                      std::span<const Buffer* const> xin, std::uint32_t ntok) {
+  layer.check("blr_stage_inputs");
+  require(xin.size() == layer.paths.size(), "blr_stage_inputs: {} inputs for {} paths", xin.size(),
+          layer.paths.size());
+  for (std::size_t first = 0; first < xin.size(); first += 4) {
+    std::vector<const Buffer*> cols;
+    std::vector<const Buffer*> dsts;
+    for (std::size_t p = first; p < std::min(xin.size(), first + 4); ++p) {
+      cols.push_back(&layer.paths[p].g);
+      dsts.push_back(xin[p]);
+    }
+    rec.add(ops::cvt_multi(ctx, x, cols, dsts, ntok, layer.n, 1.0f));
+  }
+}
+
+void blr_forward_staged(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s,
+                        std::span<const Buffer* const> xin, const Buffer& y, std::uint32_t ntok) {
+  check_call("blr_forward_staged", layer, s, ntok);
+  require(xin.size() == layer.paths.size(), "blr_forward_staged: {} inputs for {} paths", xin.size(),
+          layer.paths.size());
+  forward_paths(rec, ctx, layer, s, nullptr, xin, y, ntok);
+}
+
+}  // namespace vkblr

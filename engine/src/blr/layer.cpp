@@ -1,0 +1,98 @@
+// BlrLayer checks and allocation, BlrShared, BlrScratch.
+#include <algorithm>
+
+#include "../ops/op_util.hpp"
+#include "vkblr/blr.hpp"
+
+namespace vkblr {
+namespace {
+std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
+}  // namespace
+
+void BlrLayer::check(const char* op) const {
+  require(m > 0 && m % 16 == 0, "{}: m = {} is not a positive multiple of 16", op, m);
+  require(n > 0 && n % 16 == 0, "{}: n = {} is not a positive multiple of 16", op, n);
+  require(r > 0 && r % 32 == 0, "{}: rank r = {} is not a positive multiple of 32", op, r);
+  require(!paths.empty(), "{}: the layer has no paths", op);
+  for (std::size_t p = 0; p < paths.size(); ++p) {
+    const BlrPath& b = paths[p];
+    const std::uint64_t words = r / 32;
+    auto need = [&](const Buffer& buf, std::uint64_t bytes, const char* what) {
+      require(static_cast<bool>(buf) && buf.size() >= bytes, "{}: path {} {} holds {} bytes, needs {}", op, p, what,
+              buf ? buf.size() : 0, bytes);
+    };
+    need(b.bits_u, std::uint64_t{m} * words * 4, "bits_u");
+    need(b.bits_v, std::uint64_t{n} * words * 4, "bits_v");
+    need(b.h, std::uint64_t{m} * 4, "h");
+    need(b.l, std::uint64_t{r} * 4, "l");
+    need(b.g, std::uint64_t{n} * 4, "g");
+    need(b.dh, std::uint64_t{m} * 4, "dh");
+    need(b.dl, std::uint64_t{r} * 4, "dl");
+    need(b.dg, std::uint64_t{n} * 4, "dg");
+    if (b.g_u || b.g_v) {
+      need(b.g_u, std::uint64_t{m} * r * 4, "g_u");
+      need(b.g_v, std::uint64_t{n} * r * 4, "g_v");
+    }
+  }
+}
+
+BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t r,
+                        const std::vector<BlrPathInit>& init, bool sign_grads) {
+  BlrLayer layer;
+  layer.m = m;
+  layer.n = n;
+  layer.r = r;
+  for (std::size_t p = 0; p < init.size(); ++p) {
+    const BlrPathInit& in = init[p];
+    const std::size_t words = r / 32;
+    require(in.bits_u.size() == std::size_t{m} * words && in.bits_v.size() == std::size_t{n} * words &&
+                in.h.size() == m && in.l.size() == r && in.g.size() == n,
+            "make_blr_layer: path {} values do not match m = {}, n = {}, r = {}", p, m, n, r);
+    BlrPath b;
+    b.bits_u = ctx.upload(in.bits_u, "blr.bits_u");
+    b.bits_v = ctx.upload(in.bits_v, "blr.bits_v");
+    b.h = ctx.upload(in.h, "blr.h");
+    b.l = ctx.upload(in.l, "blr.l");
+    b.g = ctx.upload(in.g, "blr.g");
+    b.dh = ctx.upload(std::vector<float>(m, 0.0f), "blr.dh");
+    b.dl = ctx.upload(std::vector<float>(r, 0.0f), "blr.dl");
+    b.dg = ctx.upload(std::vector<float>(n, 0.0f), "blr.dg");
+    if (sign_grads) {
+      b.g_u = ctx.buffer(std::uint64_t{m} * r * 4, "blr.g_u");
+      b.g_v = ctx.buffer(std::uint64_t{n} * r * 4, "blr.g_v");
+      b.g_u.fill(0);
+      b.g_v.fill(0);
+    }
+    layer.paths.push_back(std::move(b));
+  }
+  layer.check("make_blr_layer");
+  return layer;
+}
+
+BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_)
+    : ntok(detail::dim("BlrShared", "ntok", ntok_)),
+      m(detail::dim("BlrShared", "m", m_)),
+      n(detail::dim("BlrShared", "n", n_)),
+      r(detail::dim("BlrShared", "r", r_)) {
+  const std::uint64_t t32 = round32(ntok);
+  xh = ctx.buffer(std::uint64_t{ntok} * std::max({m, n, r}) * 2, "blr.xh");
+  t1 = ctx.buffer(std::uint64_t{ntok} * n * 4, "blr.t1");
+  t2 = ctx.buffer(std::uint64_t{ntok} * r * 4, "blr.t2");
+  dyh_t = ctx.buffer(round32(m) * t32 * 2, "blr.dyh_t");
+  xg_t = ctx.buffer(round32(n) * t32 * 2, "blr.xg_t");
+  al_t = ctx.buffer(round32(r) * t32 * 2, "blr.al_t");
+  bl_t = ctx.buffer(round32(r) * t32 * 2, "blr.bl_t");
+}
+
+BlrScratch::BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared_) : ntok(shared_.ntok), shared(&shared_) {
+  layer.check("BlrScratch");
+  require(layer.m <= shared_.m && layer.n <= shared_.n && layer.r <= shared_.r,
+          "BlrScratch: layer {}x{} rank {} exceeds the shared transients' {}x{} rank {}", layer.m, layer.n, layer.r,
+          shared_.m, shared_.n, shared_.r);
+  for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+    a.push_back(ctx.buffer(std::uint64_t{ntok} * layer.r * 4, "blr.a"));
+    c.push_back(ctx.buffer(std::uint64_t{ntok} * layer.m * 4, "blr.c"));
+  }
+}
+
+}  // namespace vkblr

@@ -1,0 +1,210 @@
+// The GEMM builder: shape checks, tile choice, dispatch (glsl/gemm_coopmat.comp,
+// glsl/gemm_plain.comp).
+#include "vkblr/gemm.hpp"
+
+#include <cstdlib>
+#include <format>
+#include <sstream>
+
+#include "../ops/op_util.hpp"
+#include "gemm.h"
+#include "vkblr/ops/expand.hpp"
+
+namespace vkblr {
+namespace {
+
+using detail::SpecConstant;
+using shader::GemmPush;
+static_assert(sizeof(GemmPush) == 48);
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
+std::uint32_t workgroup_size(const Caps& caps, const GemmTile& t) {
+  if (!t.coopmat) return (t.bm / t.wm) * (t.bn / t.wn);
+  return caps.subgroup_size * (t.bm / t.wm) * (t.bn / t.wn);
+}
+
+// Shared memory of the staging buffers (gemm_tile.glsl), in bytes: the
+// larger of the two B layouts, or the smaller (what every mode has for the
+// epilogue).
+std::uint64_t shared_bytes(const GemmTile& t, bool smallest = false) {
+  const std::uint64_t a = std::uint64_t{t.bm} * (t.bk + 8);
+  const std::uint64_t bn = std::uint64_t{t.bn} * (t.bk + 8), bt = std::uint64_t{t.bk} * (t.bn + 8);
+  return t.stages * (a + (smallest ? std::min(bn, bt) : std::max(bn, bt))) * 2;
+}
+
+// Columns the coopmat epilogue stages per chunk: the widest divisor of bn,
+// a multiple of the fragment width, whose bm × (cols + 4) floats fit in the
+// staging memory; 0 when none does.
+std::uint32_t epilogue_cols(const GemmTile& t, std::uint32_t fn) {
+  for (std::uint32_t cols = t.bn; cols >= fn; cols -= fn) {
+    if (t.bn % cols == 0 && cols % 4 == 0 && std::uint64_t{t.bm} * (cols + 4) * 4 <= shared_bytes(t, true)) {
+      return cols;
+    }
+  }
+  return 0;
+}
+
+GemmTile parse_tile(const char* text, bool coopmat) {
+  GemmTile t;
+  t.coopmat = coopmat;
+  char sep = 0;
+  std::istringstream in(text);
+  in >> t.bm >> sep >> t.bn >> sep >> t.bk >> sep >> t.wm >> sep >> t.wn >> sep >> t.stages;
+  require(!in.fail(), "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages", text);
+  return t;
+}
+
+}  // namespace
+
+const char* to_string(GemmB mode) noexcept {
+  switch (mode) {
+    case GemmB::plane:
+      return "plane";
+    case GemmB::bits_n:
+      return "bits_n";
+    case GemmB::bits_t:
+      return "bits_t";
+  }
+  return "?";
+}
+
+std::string GemmTile::to_string() const {
+  return std::format("{}x{}x{} {} {}x{} stages {}", bm, bn, bk, coopmat ? "subgroups" : "threads", wm, wn, stages);
+}
+
+void check_gemm_tile(const Context& ctx, const GemmTile& t) {
+  const Caps& caps = ctx.caps();
+  const std::string s = t.to_string();
+  require(t.bm > 0 && t.bn > 0 && t.bk > 0 && t.wm > 0 && t.wn > 0, "gemm tile {}: zero size", s);
+  require(t.stages == 1 || t.stages == 2, "gemm tile {}: stages must be 1 or 2", s);
+  require(t.bm % t.wm == 0 && t.bn % t.wn == 0, "gemm tile {}: bm, bn must be multiples of wm, wn", s);
+  require(t.bk % 32 == 0 && t.bn % 32 == 0, "gemm tile {}: bk and bn must be multiples of 32 (bitmap words)", s);
+  if (t.coopmat) {
+    const auto f = caps.f16_fragment();
+    require(caps.coopmat && f.has_value(), "gemm tile {}: device {} has no cooperative matrices", s,
+            caps.device_name);
+    require(t.wm % f->m == 0 && t.wn % f->n == 0 && t.bk % f->k == 0,
+            "gemm tile {}: wm, wn, bk must be multiples of the fragment {}x{}x{}", s, f->m, f->n, f->k);
+    require(epilogue_cols(t, f->n) > 0, "gemm tile {}: staging memory too small for the epilogue", s);
+  }
+  const std::uint32_t wg = workgroup_size(caps, t);
+  require(wg <= caps.max_workgroup_invocations, "gemm tile {}: {} invocations exceed the device's {}", s, wg,
+          caps.max_workgroup_invocations);
+  require((t.bm * t.bk / 8) % wg == 0 && (t.bn * t.bk / 8) % wg == 0,
+          "gemm tile {}: the {} invocations must split the 16-byte loads of a tile evenly", s, wg);
+  require(shared_bytes(t) <= caps.max_shared_memory, "gemm tile {}: {} bytes of shared memory, the device has {}", s,
+          shared_bytes(t), caps.max_shared_memory);
+}
+
+GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+  (void)k;
+  const Caps& caps = ctx.caps();
+  const bool coopmat = caps.coopmat && caps.f16_fragment().has_value() && !env_is("VKBLR_MM_COOPMAT", "0");
+  if (const char* forced = std::getenv("VKBLR_GEMM_TILE"); forced && *forced) return parse_tile(forced, coopmat);
+  if (!coopmat) return {64, 64, 32, 4, 4, 1, false};
+  const auto f = *caps.f16_fragment();
+  const std::uint32_t sg = caps.subgroup_size;
+  if (f.m >= 16 && sg >= 32) {
+    // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
+    // tile would leave most of the device idle
+    if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 2, true};
+    return {64, 64, 32, 32, 32, 2, true};
+  }
+  // small fragments and subgroups (lavapipe: 8×8×8, subgroup 8): 2×2
+  // subgroups of 2×2 fragments
+  return {4 * f.m, 4 * f.n, 32, 2 * f.m, 2 * f.n, 2, true};
+}
+
+Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
+         const GemmTile* forced_tile) {
+  const char* op = "gemm";
+  const std::uint32_t m = detail::dim(op, "m", shape.m);
+  const std::uint32_t n = detail::dim(op, "n", shape.n);
+  const std::uint32_t k = detail::dim(op, "k", shape.k);
+  require(n % 16 == 0, "gemm: n = {} is not a multiple of 16", n);
+  require(k % 16 == 0, "gemm: k = {} is not a multiple of 16", k);
+  require(mode != GemmB::bits_n || k % 32 == 0, "gemm (bits_n): k = {} is not a multiple of 32", k);
+  require(mode != GemmB::bits_t || n % 32 == 0, "gemm (bits_t): n = {} is not a multiple of 32", n);
+  const std::uint32_t lda = shape.lda ? shape.lda : k;
+  const std::uint32_t ldo = shape.ldo ? shape.ldo : n;
+  require(lda >= k && lda % 8 == 0, "gemm: lda = {} must be >= k = {} and a multiple of 8", lda, k);
+  require(std::uint64_t{shape.ocol} + n <= ldo, "gemm: columns {}..{} exceed ldo = {}", shape.ocol,
+          std::uint64_t{shape.ocol} + n, ldo);
+  detail::elements_fit(op, std::uint64_t{m} * lda);
+  detail::elements_fit(op, std::uint64_t{m} * ldo);
+  detail::need_bytes(op, "act", act, (std::uint64_t{m - 1} * lda + k) * 2);
+  detail::need_bytes(op, "out", out, (std::uint64_t{m - 1} * ldo + shape.ocol + n) * 4);
+  std::uint32_t ldb = 0;
+  switch (mode) {
+    case GemmB::plane:
+      ldb = k;
+      detail::need_bytes(op, "plane", b, std::uint64_t{n} * k * 2);
+      break;
+    case GemmB::bits_n:
+      ldb = k / 32;
+      detail::need_bytes(op, "bitmap (bits_n)", b, std::uint64_t{n} * ldb * 4);
+      break;
+    case GemmB::bits_t:
+      ldb = n / 32;
+      detail::need_bytes(op, "bitmap (bits_t)", b, std::uint64_t{k} * ldb * 4);
+      break;
+  }
+
+  // VKBLR_MM_BITS=0: the bitmap becomes an f16 plane [n][k] in a context
+  // scratch buffer first (expand_n of bits_n, expand_t of bits_t), then the
+  // plane GEMM runs with the same tile: the same products, the same bits.
+  if (mode != GemmB::plane && env_is("VKBLR_MM_BITS", "0")) {
+    const std::uint64_t bytes = std::uint64_t{n} * k * 2;
+    const Buffer& plane = ctx.impl().scratch("gemm_expanded_" + std::to_string(bytes), bytes);
+    Ops ops{mode == GemmB::bits_n ? ops::expand_n(ctx, b, plane, n, k) : ops::expand_t(ctx, b, plane, k, n)};
+    for (Dispatch& d : gemm(ctx, act, plane, GemmB::plane, out, shape, forced_tile)) ops.push_back(d);
+    return ops;
+  }
+
+  const GemmTile tile = forced_tile ? *forced_tile : gemm_tile_for(ctx, m, n, k);
+  check_gemm_tile(ctx, tile);
+  const Caps& caps = ctx.caps();
+  const std::uint32_t wg = workgroup_size(caps, tile);
+  std::vector<SpecConstant> spec{{GEMM_SPEC_WG_SIZE, wg},        {GEMM_SPEC_BM, tile.bm},
+                                 {GEMM_SPEC_BN, tile.bn},        {GEMM_SPEC_BK, tile.bk},
+                                 {GEMM_SPEC_WM, tile.wm},        {GEMM_SPEC_WN, tile.wn},
+                                 {GEMM_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
+                                 {GEMM_SPEC_STAGES, tile.stages}};
+  detail::KernelOptions options;
+  detail::KernelId id = detail::KernelId::gemm_plain;
+  if (tile.coopmat) {
+    const auto f = *caps.f16_fragment();
+    spec.push_back({GEMM_SPEC_SUBGROUP, caps.subgroup_size});
+    spec.push_back({GEMM_SPEC_FM, f.m});
+    spec.push_back({GEMM_SPEC_FN, f.n});
+    spec.push_back({GEMM_SPEC_FK, f.k});
+    spec.push_back({GEMM_SPEC_EPI_COLS, epilogue_cols(tile, f.n)});
+    options = {caps.subgroup_size_control ? caps.subgroup_size : 0, true};
+    id = detail::KernelId::gemm_coopmat;
+  }
+  Dispatch d = detail::make_dispatch(ctx, id, tile.coopmat ? "gemm" : "gemm_plain",
+                                     std::span<const SpecConstant>(spec), options);
+  GemmPush p{};
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldo = ldo;
+  p.ocol = shape.ocol;
+  p.accumulate = shape.accumulate ? 1u : 0u;
+  p.oscale = shape.oscale;
+  d.set_push(p).bind(0, act, Access::read);
+  d.bind(mode == GemmB::plane ? 1 : 2, b, Access::read);
+  d.bind(3, out, shape.accumulate ? Access::read_write : Access::write);
+  d.groups = {detail::ceil_div(n, tile.bn), detail::ceil_div(m, tile.bm), 1};
+  require(d.groups[1] <= caps.max_workgroup_count[1], "gemm: m = {} needs {} row tiles, the device allows {}", m,
+          d.groups[1], caps.max_workgroup_count[1]);
+  return {d};
+}
+
+}  // namespace vkblr

@@ -1,0 +1,45 @@
+// gemm.h — push constants of the GEMM family (gemm_coopmat.comp,
+// gemm_plain.comp): out[m][ldo] (columns ocol..ocol+n) (+)=
+// act[m][k] · B[n][k]ᵀ · oscale.
+#ifndef VKBLR_GEMM_H
+#define VKBLR_GEMM_H
+#include "interface.h"
+VKBLR_SHADER_BEGIN
+
+VKBLR_PUSH(GemmPush) {
+  uint m;           // rows of act and out (any m >= 1)
+  uint n;           // columns written (multiple of 16)
+  uint k;           // reduction length (multiple of 16)
+  uint lda;         // act row stride in halves (multiple of 8)
+  uint ldb;         // plane: row stride in halves; bitmaps: words per bitmap row
+  uint ldo;         // out row stride in floats
+  uint ocol;        // first column of out written
+  uint accumulate;  // 1: out += product, 0: out = product
+  float oscale;     // product multiplier
+  uint reserved0;
+  uint reserved1;
+  uint reserved2;
+} VKBLR_PUSH_END(pc)
+
+// Specialization constants (ids shared with the C++ tile configuration).
+#define GEMM_SPEC_WG_SIZE 0
+#define GEMM_SPEC_SUBGROUP 1
+#define GEMM_SPEC_FM 2
+#define GEMM_SPEC_FN 3
+#define GEMM_SPEC_FK 4
+#define GEMM_SPEC_BM 5
+#define GEMM_SPEC_BN 6
+#define GEMM_SPEC_BK 7
+#define GEMM_SPEC_WM 8
+#define GEMM_SPEC_WN 9
+#define GEMM_SPEC_B_MODE 10
+#define GEMM_SPEC_STAGES 11
+#define GEMM_SPEC_EPI_COLS 12  // coopmat epilogue: columns staged per chunk
+
+// B operand modes.
+#define GEMM_B_PLANE 0   // f16 plane [n][ldb halves]
+#define GEMM_B_BITS_N 1  // sign bitmap [n][ldb words]: bit j of word w = B[n][32w + j]
+#define GEMM_B_BITS_T 2  // sign bitmap [k][ldb words]: bit j of word w = B[32w + j][k]
+
+VKBLR_SHADER_END
+#endif

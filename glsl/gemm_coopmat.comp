@@ -1,0 +1,135 @@
+#version 460
+// GEMM on cooperative matrices: out[m][ldo] (columns ocol..ocol+n) (+)=
+// act[m][k] · B[n][k]ᵀ · oscale, f16 operands, f32 accumulation and output.
+//
+// Workgroup = (BM/WM) × (BN/WN) subgroups over a BM × BN output block; each
+// subgroup owns a WM × WN block as (WM/FM) × (WN/FN) accumulator fragments
+// of the device's FM × FN × FK shape. K advances in tiles of BK staged in
+// shared memory (gemm_tile.glsl); with STAGES = 2 the next tile is loaded
+// into registers while the current one is multiplied and stored into the
+// other buffer afterwards (one barrier per tile). Each A fragment is reused
+// across the subgroup's WN/FN columns. The epilogue goes through shared
+// memory in column chunks of EPI_COLS: every subgroup stores its fragments
+// of the chunk (uniform control flow), then the workgroup writes the chunk's
+// in-range elements with 16-byte coalesced rows, so rows past m and columns
+// past n are never written and `oscale`/accumulate are applied with the
+// same f32 operations wherever a tile sits. (Storing and writing one
+// fragment at a time per subgroup needs a subgroup op after divergent
+// writes, which lavapipe gets wrong.)
+//
+// Summation order of an output: K tiles in order, FK-wide fragment products
+// in order within a tile: fixed for a given configuration, so the bitmap
+// modes equal the plane mode bit for bit.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "gemm.h"
+
+layout(constant_id = GEMM_SPEC_WG_SIZE) const uint WG_SIZE = 128;
+layout(constant_id = GEMM_SPEC_SUBGROUP) const uint SG = 32;
+layout(constant_id = GEMM_SPEC_FM) const uint FM = 16;
+layout(constant_id = GEMM_SPEC_FN) const uint FN = 16;
+layout(constant_id = GEMM_SPEC_FK) const uint FK = 16;
+layout(constant_id = GEMM_SPEC_BM) const uint BM = 128;
+layout(constant_id = GEMM_SPEC_BN) const uint BN = 128;
+layout(constant_id = GEMM_SPEC_BK) const uint BK = 32;
+layout(constant_id = GEMM_SPEC_WM) const uint WM = 64;
+layout(constant_id = GEMM_SPEC_WN) const uint WN = 64;
+layout(constant_id = GEMM_SPEC_B_MODE) const uint B_MODE = GEMM_B_PLANE;
+layout(constant_id = GEMM_SPEC_STAGES) const uint STAGES = 2;
+layout(constant_id = GEMM_SPEC_EPI_COLS) const uint EPI_COLS = 64;
+layout(local_size_x_id = GEMM_SPEC_WG_SIZE) in;
+
+layout(set = 0, binding = 0) readonly buffer Act { uvec4 act[]; };
+layout(set = 0, binding = 1) readonly buffer Plane { uvec4 plane[]; };
+layout(set = 0, binding = 2) readonly buffer Bits { uint bits[]; };
+layout(set = 0, binding = 3) buffer Out { float outv[]; };
+
+#include "gemm_tile.glsl"
+
+const uint CR = WM / FM;  // accumulator rows per subgroup
+const uint CC = WN / FN;  // accumulator columns per subgroup
+
+void main() {
+  const uint m0 = gl_WorkGroupID.y * BM;
+  const uint n0 = gl_WorkGroupID.x * BN;
+  const uint warp_m = gl_SubgroupID / (BN / WN);
+  const uint warp_n = gl_SubgroupID % (BN / WN);
+
+  coopmat<float, gl_ScopeSubgroup, FM, FN, gl_MatrixUseAccumulator> acc[CR][CC];
+  [[unroll]] for (uint i = 0; i < CR; ++i) {
+    [[unroll]] for (uint j = 0; j < CC; ++j) {
+      acc[i][j] = coopmat<float, gl_ScopeSubgroup, FM, FN, gl_MatrixUseAccumulator>(0.0);
+    }
+  }
+
+  const uint k_tiles = (pc.k + BK - 1) / BK;
+  load_tile(m0, n0, 0);
+  store_tile(0);
+  barrier();
+  for (uint kt = 0; kt < k_tiles; ++kt) {
+    const uint stage = STAGES == 2 ? (kt & 1u) : 0u;
+    const bool more = kt + 1 < k_tiles;
+    if (more) load_tile(m0, n0, (kt + 1) * BK);
+    const uint a_base = a_base_of(stage);
+    const uint b_base = b_base_of(stage);
+    [[unroll]] for (uint kk = 0; kk < BK; kk += FK) {
+      coopmat<float16_t, gl_ScopeSubgroup, FM, FK, gl_MatrixUseA> a[CR];
+      [[unroll]] for (uint i = 0; i < CR; ++i) {
+        coopMatLoad(a[i], smem, a_base + ((warp_m * WM + i * FM) * SA + kk) / 8, SA / 8,
+                    gl_CooperativeMatrixLayoutRowMajor);
+      }
+      [[unroll]] for (uint j = 0; j < CC; ++j) {
+        coopmat<float16_t, gl_ScopeSubgroup, FK, FN, gl_MatrixUseB> b;
+        const uint n = warp_n * WN + j * FN;
+        if (B_MODE == GEMM_B_BITS_T) {
+          coopMatLoad(b, smem, b_base + (kk * SBT + n) / 8, SBT / 8, gl_CooperativeMatrixLayoutRowMajor);
+        } else {
+          coopMatLoad(b, smem, b_base + (n * SB + kk) / 8, SB / 8, gl_CooperativeMatrixLayoutColumnMajor);
+        }
+        [[unroll]] for (uint i = 0; i < CR; ++i) acc[i][j] = coopMatMulAdd(a[i], b, acc[i][j]);
+      }
+    }
+    if (STAGES == 2) {
+      if (more) store_tile(stage ^ 1u);
+      barrier();
+    } else if (more) {
+      barrier();  // everyone is done reading this tile
+      store_tile(0);
+      barrier();
+    }
+  }
+
+  // Epilogue, chunk by chunk of EPI_COLS columns (rows padded by 4 floats).
+  const uint EPI_STRIDE = EPI_COLS + 4;
+  const uint EPI_VECS = BM * (EPI_COLS / 4);
+  [[unroll]] for (uint c0 = 0; c0 < BN; c0 += EPI_COLS) {
+    barrier();  // the K loop or the previous chunk is done with smem
+    [[unroll]] for (uint j = 0; j < CC; ++j) {
+      const uint col = warp_n * WN + j * FN;  // in the tile
+      if (col >= c0 && col < c0 + EPI_COLS) {
+        [[unroll]] for (uint i = 0; i < CR; ++i) {
+          coopMatStore(acc[i][j], smem, ((warp_m * WM + i * FM) * EPI_STRIDE + col - c0) / 4, EPI_STRIDE / 4,
+                       gl_CooperativeMatrixLayoutRowMajor);
+        }
+      }
+    }
+    barrier();
+    for (uint e = gl_LocalInvocationIndex; e < EPI_VECS; e += WG_SIZE) {
+      const uint row = e / (EPI_COLS / 4);
+      const uint col = c0 + (e % (EPI_COLS / 4)) * 4;
+      if (m0 + row < pc.m && n0 + col < pc.n) {
+        const uint first = (m0 + row) * pc.ldo + pc.ocol + n0 + col;
+        const vec4 v = uintBitsToFloat(smem[(row * EPI_STRIDE + col - c0) / 4]);
+        [[unroll]] for (uint q = 0; q < 4; ++q) {
+          precise float r = v[q] * pc.oscale;
+          if (pc.accumulate != 0u) r = outv[first + q] + r;
+          outv[first + q] = r;
+        }
+      }
+    }
+  }
+}

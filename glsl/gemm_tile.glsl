@@ -1,0 +1,119 @@
+// gemm_tile.glsl — the GEMM's global -> shared staging, shared by the
+// cooperative-matrix and the plain kernel.
+//
+// A workgroup computes a BM × BN block of out over K in tiles of BK. Per K
+// tile the workgroup copies
+//   A: act[m0 .. m0+BM)[k0 .. k0+BK)  -> A region, rows of SA = BK + 8 halves
+//   B: plane / bits_n: B[n0 .. n0+BN)[k0 .. k0+BK) -> B region, rows of SB = BK + 8
+//      bits_t: Bᵀ[k0 .. k0+BK)[n0 .. n0+BN)        -> B region, rows of SBT = BN + 8
+// with 16-byte global loads (uvec4 = 8 halves) and, for bitmaps, one 32-bit
+// word read per 32 signs and expanded to ±1 halves while stored (no plane in
+// device memory). Rows are padded by 16 bytes so that the 16-byte fragment
+// loads of 8 consecutive rows hit distinct shared-memory banks. Elements
+// past m, n or k are staged as zeros (a bitmap word out of range is never
+// expanded: zero is not a sign).
+//
+// The includer declares: spec constants WG_SIZE, BM, BN, BK, B_MODE,
+// STAGES; buffers act (uvec4), plane (uvec4), bits (uint); and includes
+// gemm.h for pc.
+
+const uint SA = BK + 8;   // A row stride, halves
+const uint SB = BK + 8;   // B row stride (plane, bits_n), halves
+const uint SBT = BN + 8;  // B row stride (bits_t), halves
+const uint A_TILE_VECS = BM * SA / 8;
+const uint B_TILE_VECS = (B_MODE == GEMM_B_BITS_T) ? (BK * SBT / 8) : (BN * SB / 8);
+const uint A_LOADS = BM * BK / 8 / WG_SIZE;  // uvec4 per invocation (C++ checks divisibility)
+const uint B_PLANE_LOADS = BN * BK / 8 / WG_SIZE;
+const uint B_WORDS = BN * BK / 32;           // bitmap words per tile
+const uint B_WORD_LOADS = (B_WORDS + WG_SIZE - 1) / WG_SIZE;
+const uint B_LOADS = (B_MODE == GEMM_B_PLANE) ? B_PLANE_LOADS : B_WORD_LOADS;
+
+// One array for both operands (stage s: A at s·STAGE_VECS, B after it), so
+// the epilogue can reuse all of it.
+const uint STAGE_VECS = A_TILE_VECS + B_TILE_VECS;
+shared uvec4 smem[STAGES * STAGE_VECS];
+
+// Registers holding the next tile between its global load and its store.
+uvec4 a_regs[A_LOADS];
+uvec4 b_regs[B_LOADS];  // bitmaps: .x = word, .y = 1 when in range
+
+// Eight signs (bits 0..7 of `b`, 1 = +1) as eight f16 ±1: 0x3c00 | sign << 15.
+uvec4 expand8(uint b) {
+  const uint nb = ~b;
+  return uvec4(0x3c003c00u | ((nb & 1u) << 15) | ((nb & 2u) << 30),
+               0x3c003c00u | ((nb & 4u) << 13) | ((nb & 8u) << 28),
+               0x3c003c00u | ((nb & 16u) << 11) | ((nb & 32u) << 26),
+               0x3c003c00u | ((nb & 64u) << 9) | ((nb & 128u) << 24));
+}
+
+void load_tile(uint m0, uint n0, uint k0) {
+  const uint tid = gl_LocalInvocationIndex;
+  [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
+    const uint v = tid + i * WG_SIZE;
+    const uint row = v / (BK / 8);
+    const uint col = k0 + (v % (BK / 8)) * 8;
+    a_regs[i] = (m0 + row < pc.m && col < pc.k) ? act[((m0 + row) * pc.lda + col) / 8] : uvec4(0);
+  }
+  if (B_MODE == GEMM_B_PLANE) {
+    [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
+      const uint v = tid + i * WG_SIZE;
+      const uint row = v / (BK / 8);
+      const uint col = k0 + (v % (BK / 8)) * 8;
+      b_regs[i] = (n0 + row < pc.n && col < pc.k) ? plane[((n0 + row) * pc.ldb + col) / 8] : uvec4(0);
+    }
+  } else {
+    [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
+      const uint v = tid + i * WG_SIZE;
+      bool ok = v < B_WORDS;
+      uint index = 0;
+      if (B_MODE == GEMM_B_BITS_N) {  // tile row = n, 32 k per word
+        const uint n = n0 + v / (BK / 32);
+        const uint kk = k0 + (v % (BK / 32)) * 32;
+        ok = ok && n < pc.n && kk < pc.k;
+        index = n * pc.ldb + kk / 32;
+      } else {  // tile row = k, 32 n per word
+        const uint kk = k0 + v / (BN / 32);
+        const uint n = n0 + (v % (BN / 32)) * 32;
+        ok = ok && kk < pc.k && n < pc.n;
+        index = kk * pc.ldb + n / 32;
+      }
+      b_regs[i] = uvec4(ok ? bits[index] : 0u, ok ? 1u : 0u, 0u, 0u);
+    }
+  }
+}
+
+uint a_base_of(uint stage) { return stage * STAGE_VECS; }
+uint b_base_of(uint stage) { return stage * STAGE_VECS + A_TILE_VECS; }
+
+void store_tile(uint stage) {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint a_base = a_base_of(stage);
+  [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
+    const uint v = tid + i * WG_SIZE;
+    smem[a_base + ((v / (BK / 8)) * SA + (v % (BK / 8)) * 8) / 8] = a_regs[i];
+  }
+  const uint b_base = b_base_of(stage);
+  if (B_MODE == GEMM_B_PLANE) {
+    [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
+      const uint v = tid + i * WG_SIZE;
+      smem[b_base + ((v / (BK / 8)) * SB + (v % (BK / 8)) * 8) / 8] = b_regs[i];
+    }
+  } else {
+    [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
+      const uint v = tid + i * WG_SIZE;
+      if (v < B_WORDS) {
+        uint first;  // first half of the word's 32 in the B region
+        if (B_MODE == GEMM_B_BITS_N) {
+          first = (v / (BK / 32)) * SB + (v % (BK / 32)) * 32;
+        } else {
+          first = (v / (BN / 32)) * SBT + (v % (BN / 32)) * 32;
+        }
+        const uint w = b_regs[i].x;
+        const bool ok = b_regs[i].y != 0u;
+        [[unroll]] for (uint q = 0; q < 4; ++q) {
+          smem[b_base + first / 8 + q] = ok ? expand8(w >> (8 * q)) : uvec4(0);
+        }
+      }
+    }
+  }
+}

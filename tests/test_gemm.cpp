@@ -1,0 +1,234 @@
+// The GEMM in every B mode, on the cooperative-matrix and the plain path:
+// against f64, exact on small integers, bitmaps ≡ expanded planes bit for
+// bit, ldo/ocol block writes, accumulation, composites and refusals.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <cstdlib>
+
+#include "support/gemm_ref.hpp"
+#include "support/gpu.hpp"
+#include "support/host.hpp"
+#include "vkblr/gemm.hpp"
+#include "vkblr/recorder.hpp"
+
+using namespace vkblr;
+
+namespace {
+
+// One GEMM problem with its operands on the host and the device.
+struct Problem {
+  std::uint32_t m, n, k;
+  GemmB mode;
+  std::vector<float> act;    // [m][k], f16-exact
+  std::vector<float> plane;  // [n][k], the B the mode encodes
+  Buffer act_buf, b_buf;
+};
+
+Problem make_problem(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmB mode, std::uint64_t seed,
+                     bool small_ints = false) {
+  Problem p{m, n, k, mode, {}, {}, {}, {}};
+  p.act = small_ints ? vkt::random_small_ints(std::size_t{m} * k, seed, 3) : vkt::f16_rounded(vkt::random_floats(std::size_t{m} * k, seed, 2.0f));
+  p.act_buf = ctx.upload(to_f16(p.act));
+  if (mode == GemmB::plane) {
+    p.plane = small_ints ? vkt::random_small_ints(std::size_t{n} * k, seed + 1, 3)
+                         : vkt::f16_rounded(vkt::random_floats(std::size_t{n} * k, seed + 1, 1.0f));
+    p.b_buf = ctx.upload(to_f16(p.plane));
+  } else if (mode == GemmB::bits_n) {
+    p.plane = vkt::random_signs(n, k, seed + 2);  // the plane's own rows
+    p.b_buf = ctx.upload(vkt::pack_signs(p.plane, n, k));
+  } else {
+    const auto bt = vkt::random_signs(k, n, seed + 3);  // bitmap [k][n/32]
+    p.plane = vkt::transpose(bt, k, n);
+    p.b_buf = ctx.upload(vkt::pack_signs(bt, k, n));
+  }
+  return p;
+}
+
+std::vector<float> run_gemm(Context& ctx, const Problem& p, const GemmShape& shape, const GemmTile* tile = nullptr,
+                            Buffer* keep = nullptr) {
+  const std::uint32_t ldo = shape.ldo ? shape.ldo : p.n;
+  Buffer out = ctx.buffer(std::size_t{p.m} * ldo * 4);
+  out.fill(vkt::kPoison32);
+  Recorder rec(ctx);
+  rec.add(gemm(ctx, p.act_buf, p.b_buf, p.mode, out, shape, tile));
+  rec.run();
+  auto v = out.download<float>();
+  if (keep) *keep = std::move(out);
+  return v;
+}
+
+const GemmTile kPlain{64, 64, 32, 4, 4, 1, false};
+
+}  // namespace
+
+GPU_TEST("gemm matches f64 in every mode and on both paths", "[gemm]") {
+  const GemmB mode = GENERATE(GemmB::plane, GemmB::bits_n, GemmB::bits_t);
+  const bool coopmat = GENERATE(true, false);
+  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  struct Shape {
+    std::uint32_t m, n, k;
+  };
+  // partial row tiles, a column tile past n, a K tile past k, one row
+  const Shape shapes[] = {{1, 64, 64}, {70, 96, 160}, {129, 160, 96}, {33, 32, 32}, {512, 64, 64}};
+  for (const Shape& s : shapes) {
+    INFO(to_string(mode) << (coopmat ? " coopmat " : " plain ") << s.m << "x" << s.n << "x" << s.k);
+    const Problem p = make_problem(ctx, s.m, s.n, s.k, mode, 100 + s.m);
+    const GemmShape shape{s.m, s.n, s.k, 0, 0, 0, 0.5f, false};
+    const auto got = run_gemm(ctx, p, shape, coopmat ? nullptr : &kPlain);
+    const auto want = vkt::matmul_nt(p.act, p.plane, s.m, s.n, s.k, 0.5);
+    // f16-exact operands: only f32 accumulation separates the two
+    CHECK(vkt::rel_error(got, want) < 1e-5);
+  }
+}
+
+GPU_TEST("gemm is exact on small integers", "[gemm]") {
+  const GemmB mode = GENERATE(GemmB::plane, GemmB::bits_n, GemmB::bits_t);
+  const bool coopmat = GENERATE(true, false);
+  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  const Problem p = make_problem(ctx, 77, 64, 96, mode, 7, true);
+  const auto got = run_gemm(ctx, p, {77, 64, 96}, coopmat ? nullptr : &kPlain);
+  const auto want = vkt::matmul_nt(p.act, p.plane, 77, 64, 96);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != static_cast<float>(want[i]);
+  INFO(to_string(mode) << (coopmat ? " coopmat" : " plain"));
+  CHECK(bad == 0);
+}
+
+GPU_TEST("gemm bitmaps equal the expanded plane bit for bit", "[gemm]") {
+  const bool coopmat = GENERATE(true, false);
+  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  const std::uint32_t m = 150, n = 96, k = 128;
+  for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
+    const Problem bits = make_problem(ctx, m, n, k, mode, 21);
+    Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 21);
+    plane.act_buf = ctx.upload(to_f16(bits.act));
+    plane.b_buf = ctx.upload(to_f16(bits.plane));  // the bitmap expanded on the host
+    const GemmShape shape{m, n, k, 0, 0, 0, 0.25f, false};
+    const auto a = run_gemm(ctx, bits, shape, coopmat ? nullptr : &kPlain);
+    const auto b = run_gemm(ctx, plane, shape, coopmat ? nullptr : &kPlain);
+    INFO(to_string(mode) << (coopmat ? " coopmat" : " plain"));
+    CHECK(vkt::count_bit_diffs(a, b) == 0);
+  }
+}
+
+GPU_TEST("VKBLR_MM_BITS=0 (expand + plane GEMM) equals the bitmap GEMM bit for bit", "[gemm]") {
+  const std::uint32_t m = 129, n = 96, k = 160;
+  for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
+    const Problem p = make_problem(ctx, m, n, k, mode, 25);
+    const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false};
+    const auto direct = run_gemm(ctx, p, shape);
+    ::setenv("VKBLR_MM_BITS", "0", 1);
+    Buffer scratch_out = ctx.buffer(std::size_t{m} * n * 4);
+    const Ops expanded = gemm(ctx, p.act_buf, p.b_buf, mode, scratch_out, shape);
+    std::vector<float> via_plane;
+    try {
+      via_plane = run_gemm(ctx, p, shape);
+    } catch (...) {
+      ::unsetenv("VKBLR_MM_BITS");
+      throw;
+    }
+    ::unsetenv("VKBLR_MM_BITS");
+    INFO(to_string(mode));
+    CHECK(expanded.size() == 2);  // expand + plane GEMM
+    CHECK(vkt::count_bit_diffs(direct, via_plane) == 0);
+  }
+}
+
+GPU_TEST("gemm with ldo/ocol writes only its column block", "[gemm]") {
+  const std::uint32_t m = 70, n = 64, k = 96, ldo = 160, ocol = 48;
+  const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 31);
+  const auto block = run_gemm(ctx, p, {m, n, k, 0, ldo, ocol, 1.0f, false});
+  const auto dense = run_gemm(ctx, p, {m, n, k, 0, 0, 0, 1.0f, false});
+  std::size_t touched = 0, wrong = 0;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    for (std::uint32_t c = 0; c < ldo; ++c) {
+      const float v = block[i * ldo + c];
+      if (c < ocol || c >= ocol + n) {
+        touched += std::bit_cast<std::uint32_t>(v) != vkt::kPoison32;
+      } else {
+        wrong += std::bit_cast<std::uint32_t>(v) != std::bit_cast<std::uint32_t>(dense[i * n + c - ocol]);
+      }
+    }
+  }
+  CHECK(touched == 0);
+  CHECK(wrong == 0);
+}
+
+GPU_TEST("gemm accumulates as out + product", "[gemm]") {
+  const std::uint32_t m = 45, n = 32, k = 64;
+  const Problem p = make_problem(ctx, m, n, k, GemmB::bits_t, 41);
+  const auto prior = vkt::random_floats(std::size_t{m} * n, 42, 3.0f);
+  const auto product = run_gemm(ctx, p, {m, n, k, 0, 0, 0, 0.125f, false});
+  Buffer out = ctx.upload(prior);
+  Recorder rec(ctx);
+  rec.add(gemm(ctx, p.act_buf, p.b_buf, p.mode, out, {m, n, k, 0, 0, 0, 0.125f, true}));
+  rec.run();
+  const auto got = out.download<float>();
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != prior[i] + product[i];
+  CHECK(wrong == 0);
+}
+
+GPU_TEST("gemm on f32 data staged by cvt stays within f16 tolerance", "[gemm]") {
+  const std::uint32_t m = 96, n = 64, k = 256;
+  const auto x = vkt::random_floats(std::size_t{m} * k, 51, 1.0f);
+  const auto w = vkt::random_floats(std::size_t{n} * k, 52, 1.0f);
+  Buffer bx = ctx.upload(x), plane = ctx.upload(to_f16(w)), act16 = ctx.buffer(std::size_t{m} * k * 2),
+         y = ctx.buffer(std::size_t{m} * n * 4);
+  y.fill(vkt::kPoison32);
+  Recorder rec(ctx);
+  rec.add(plane_linear(ctx, plane, bx, act16, y, m, n, k, 64.0f));
+  rec.run();
+  const auto want = vkt::matmul_nt(x, vkt::f16_rounded(w), m, n, k);
+  CHECK(vkt::rel_error(y.download<float>(), want) < 3e-3);
+}
+
+GPU_TEST("weight_grad and gram_acc match f64", "[gemm]") {
+  const std::uint32_t ntok = 70, m = 48, k = 80;
+  const auto x = vkt::random_floats(std::size_t{ntok} * k, 61, 1.0f);
+  const auto dy = vkt::random_floats(std::size_t{ntok} * m, 62, 1e-3f);
+  const std::uint32_t t32 = 96, m32 = 64, k32 = 96;
+  Buffer bx = ctx.upload(x), bdy = ctx.upload(dy), xt = ctx.buffer(std::size_t{k32} * t32 * 2),
+         dyt = ctx.buffer(std::size_t{m32} * t32 * 2), dw = ctx.buffer(std::size_t{m} * k * 4);
+  dw.fill(vkt::kPoison32);
+  const auto g0 = vkt::random_floats(std::size_t{k} * k, 63, 1.0f);
+  Buffer gram = ctx.upload(g0);
+  Recorder rec(ctx);
+  rec.add(weight_grad(ctx, bx, bdy, xt, dyt, dw, ntok, m, k, 1024.0f));
+  rec.add(gram_acc(ctx, bx, xt, gram, ntok, k));
+  rec.run();
+  std::vector<double> want_dw(std::size_t{m} * k, 0.0), want_gram(g0.begin(), g0.end());
+  for (std::uint32_t t = 0; t < ntok; ++t) {
+    for (std::uint32_t i = 0; i < m; ++i) {
+      for (std::uint32_t j = 0; j < k; ++j) want_dw[i * k + j] += double(dy[t * m + i]) * x[t * k + j];
+    }
+    for (std::uint32_t i = 0; i < k; ++i) {
+      for (std::uint32_t j = 0; j < k; ++j) want_gram[i * k + j] += double(x[t * k + i]) * x[t * k + j];
+    }
+  }
+  CHECK(vkt::rel_error(dw.download<float>(), want_dw) < 3e-3);
+  CHECK(vkt::rel_error(gram.download<float>(), want_gram) < 3e-3);
+}
+
+GPU_TEST("gemm refuses bad shapes, small buffers and impossible tiles", "[gemm][errors]") {
+  Buffer act = ctx.buffer(64 * 64 * 2), b = ctx.buffer(64 * 64 * 2), out = ctx.buffer(64 * 64 * 4);
+  auto message = [&](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 40, 64}); }).find("n = 40") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 24}); }).find("k = 24") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::bits_n, out, {64, 64, 48}); }).find("bits_n") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::bits_t, out, {64, 48, 64}); }).find("bits_t") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {65, 64, 64}); }).find("act") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {0, 64, 64}); }).find("m = 0") != std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {32, 64, 64, 0, 64, 16}); }).find("ldo") !=
+        std::string::npos);
+  const GemmTile huge{256, 256, 64, 64, 64, 2, ctx.caps().coopmat};
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64}, &huge); }).find("shared memory") !=
+        std::string::npos);
+}

@@ -1,0 +1,416 @@
+// Optimizer ops: adam against a host replay of its f32 arithmetic, adam_cat
+// ≡ adam per parameter, sumsq against the host (bit for bit and in f64),
+// sumsq_cat ≡ sumsq per parameter, non-finite values through sumsq, and a
+// Graph replayed with live step scalars ≡ separately recorded steps.
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "support/gpu.hpp"
+#include "support/host.hpp"
+#include "vkblr/ops.hpp"
+#include "vkblr/recorder.hpp"
+
+using namespace vkblr;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// Adam state on the host and on the device. `slack` (host): the error the
+// device's weights may carry, per entry (see host_adam).
+struct HostAdam {
+  std::vector<float> w, g, m1, m2;
+  std::vector<double> slack;
+};
+
+struct DeviceAdam {
+  Buffer w, g, m1, m2;
+};
+
+// Seeded random state of n entries: weights and gradients in ±1, first
+// moments in ±0.1, second moments in [0, 0.01).
+HostAdam random_state(std::size_t n, std::uint64_t seed) {
+  HostAdam s{vkt::random_floats(n, seed, 1.0f), vkt::random_floats(n, seed + 1, 1.0f),
+             vkt::random_floats(n, seed + 2, 0.1f), vkt::random_floats(n, seed + 3, 0.01f),
+             std::vector<double>(n, 0.0)};
+  for (float& v : s.m2) v = std::abs(v);
+  return s;
+}
+
+DeviceAdam upload(Context& ctx, const HostAdam& s) {
+  return {ctx.upload(s.w), ctx.upload(s.g), ctx.upload(s.m1), ctx.upload(s.m2)};
+}
+
+// 0 for about a quarter of the entries (frozen), 1 elsewhere.
+std::vector<float> random_mask(std::size_t n, std::uint64_t seed) {
+  vkt::Rng r(seed);
+  std::vector<float> m(n);
+  for (float& v : m) v = r.below(4) == 0 ? 0.0f : 1.0f;
+  return m;
+}
+
+double ulp(float x) {
+  return std::nextafter(std::abs(x), std::numeric_limits<float>::infinity()) - std::abs(x);
+}
+
+// adam.comp's arithmetic on every entry, in f32 and in its order (GCC
+// targets x86-64 without FMA here, so nothing is contracted either), with
+// o.lr and o.step. floors: per entry (null: `floor` for all); mask: null =
+// every entry trains.
+//
+// The moments are products and sums, which Vulkan rounds exactly: the
+// device must match them bit for bit. The step s also goes through pow, a
+// division and a square root, which Vulkan does not round exactly: pow(β2,
+// t) = exp2(t·log2 β2) with log2 exact to 2^-21 absolute, so 1 − β2^t
+// (≈ 1e-3 at t = 1) may be off by ~3e-4 relative, half of that in s. Each
+// step therefore adds 2 ulp of the weight plus 2^-11 of the step's size to
+// the entry's slack: the tolerance of the device's weights.
+void host_adam(HostAdam& s, const ops::AdamOptions& o, const float* mask, const float* floors, float floor) {
+  const float t = static_cast<float>(o.step);
+  const float c1 = 1.0f - std::pow(o.beta1, t);
+  const float c2 = 1.0f - std::pow(o.beta2, t);
+  for (std::size_t i = 0; i < s.w.size(); ++i) {
+    if (mask && mask[i] == 0.0f) continue;
+    const float g = s.g[i] * o.grad_scale;
+    const float m = o.beta1 * s.m1[i] + (1.0f - o.beta1) * g;
+    const float v = o.beta2 * s.m2[i] + (1.0f - o.beta2) * g * g;
+    s.m1[i] = m;
+    s.m2[i] = v;
+    const float step_size = o.lr * (m / c1) / (std::sqrt(v / c2) + o.eps);
+    const float f = floors ? floors[i] : floor;
+    const float before = s.w[i];
+    s.w[i] = f > 0.0f ? before - step_size * std::max(std::abs(before), f) : before - step_size;
+    const double moved = std::abs(double(s.w[i]) - before);
+    s.slack[i] += 2 * ulp(std::max(std::abs(before), std::abs(s.w[i]))) + std::ldexp(moved, -11);
+  }
+}
+
+// Entries of the device's weights farther from the host's than its slack;
+// `worst`: the largest error as a fraction of the slack.
+std::size_t weights_outside(const std::vector<float>& got, const HostAdam& want, double* worst) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(double(got[i]) - want.w[i]);
+    bad += !(err <= want.slack[i]);
+    if (want.slack[i] > 0) *worst = std::max(*worst, err / want.slack[i]);
+  }
+  return bad;
+}
+
+// Sum-of-squares partials as sumsq.comp forms them, in f32: invocation t
+// of workgroup x adds a[i]² for i = 256x + t, + 16384, ... in order, then
+// the workgroup's 256 sums are added in a fixed tree.
+std::vector<float> host_partials(const float* a, std::size_t n) {
+  std::vector<float> out(ops::kSumsqPartials);
+  for (std::size_t x = 0; x < ops::kSumsqPartials; ++x) {
+    float sums[256];
+    for (std::size_t t = 0; t < 256; ++t) {
+      float acc = 0.0f;
+      for (std::size_t i = x * 256 + t; i < n; i += 256 * ops::kSumsqPartials) acc = acc + a[i] * a[i];
+      sums[t] = acc;
+    }
+    for (std::size_t s = 128; s > 0; s >>= 1) {
+      for (std::size_t t = 0; t < s; ++t) sums[t] = sums[t] + sums[t + s];
+    }
+    out[x] = sums[0];
+  }
+  return out;
+}
+
+Buffer poisoned(Context& ctx, std::size_t n) {
+  Buffer b = ctx.buffer(n * 4);
+  b.fill(vkt::kPoison32);
+  return b;
+}
+
+}  // namespace
+
+GPU_TEST("adam matches the host's f32 arithmetic: mask, relative steps, gradient multiplier", "[ops]") {
+  const std::uint32_t n = 1000003;
+  struct Case {
+    const char* name;
+    bool masked;
+    float rel_floor;
+    float grad_scale;
+  };
+  for (const Case c : {Case{"plain", false, 0.0f, 1.0f}, Case{"masked, relative", true, 0.01f, 1.0f},
+                       Case{"masked, gradient multiplier", true, 0.0f, 0.125f}}) {
+    INFO(c.name);
+    HostAdam host = random_state(n, 601);
+    const HostAdam start = host;
+    DeviceAdam dev = upload(ctx, host);
+    const auto mask = random_mask(n, 605);
+    Buffer bmask = ctx.upload(mask);
+    ops::AdamOptions o;
+    o.grad_scale = c.grad_scale;
+    Recorder rec(ctx);
+    for (std::uint32_t step = 1; step <= 3; ++step) {
+      o.step = step;
+      o.lr = 1e-3f * static_cast<float>(step);
+      rec.add(ops::adam(ctx, dev.w, dev.g, dev.m1, dev.m2, c.masked ? &bmask : nullptr, n, o, c.rel_floor));
+      host_adam(host, o, c.masked ? mask.data() : nullptr, nullptr, c.rel_floor);
+    }
+    rec.run();
+    const auto w = dev.w.download<float>(), m1 = dev.m1.download<float>(), m2 = dev.m2.download<float>();
+    CHECK(vkt::count_bit_diffs(m1, host.m1) == 0);
+    CHECK(vkt::count_bit_diffs(m2, host.m2) == 0);
+    double worst = 0;
+    const std::size_t outside = weights_outside(w, host, &worst);
+    INFO("worst weight error: " << worst << " of its tolerance");
+    CHECK(outside == 0);
+    if (c.masked) {
+      std::size_t moved = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (mask[i] == 0.0f) moved += w[i] != start.w[i] || m1[i] != start.m1[i] || m2[i] != start.m2[i];
+      }
+      CHECK(moved == 0);
+    }
+  }
+}
+
+GPU_TEST("adam folds a grid of more than 65535 workgroups", "[ops]") {
+  // 17 000 000 entries = 66 407 workgroups of 256: the grid folds into y.
+  const std::uint32_t n = 17'000'000;
+  HostAdam host = random_state(n, 611);
+  DeviceAdam dev = upload(ctx, host);
+  ops::AdamOptions o;
+  o.lr = 1e-3f;
+  o.step = 7;
+  const Dispatch d = ops::adam(ctx, dev.w, dev.g, dev.m1, dev.m2, nullptr, n, o);
+  CHECK(d.groups[1] > 1);
+  Recorder rec(ctx);
+  rec.add(d);
+  rec.run();
+  host_adam(host, o, nullptr, nullptr, 0.0f);
+  // moments bit for bit: every entry, up to the last, was written once
+  CHECK(vkt::count_bit_diffs(dev.m1.download<float>(), host.m1) == 0);
+  CHECK(vkt::count_bit_diffs(dev.m2.download<float>(), host.m2) == 0);
+  double worst = 0;
+  CHECK(weights_outside(dev.w.download<float>(), host, &worst) == 0);
+}
+
+GPU_TEST("adam_cat equals adam per parameter bit for bit (masks and floors)", "[ops]") {
+  // three parameters: no mask, plain steps; a mask, plain steps; a mask,
+  // relative steps with floor 0.05
+  const std::size_t sizes[3] = {257, 5000, 70001};
+  const bool masked[3] = {false, true, true};
+  const float floors[3] = {0.0f, 0.0f, 0.05f};
+  const std::size_t total = sizes[0] + sizes[1] + sizes[2];
+  HostAdam cat = random_state(total, 621);
+  std::vector<float> cat_mask = random_mask(total, 625), cat_floor(total);
+  std::vector<DeviceAdam> parts;
+  std::vector<Buffer> part_masks;
+  std::size_t offset = 0;
+  for (int p = 0; p < 3; ++p) {
+    auto slice = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(offset),
+                                v.begin() + static_cast<std::ptrdiff_t>(offset + sizes[p]));
+    };
+    if (!masked[p]) std::fill_n(cat_mask.begin() + static_cast<std::ptrdiff_t>(offset), sizes[p], 1.0f);
+    std::fill_n(cat_floor.begin() + static_cast<std::ptrdiff_t>(offset), sizes[p], floors[p]);
+    parts.push_back({ctx.upload(slice(cat.w)), ctx.upload(slice(cat.g)), ctx.upload(slice(cat.m1)),
+                     ctx.upload(slice(cat.m2))});
+    part_masks.push_back(ctx.upload(slice(cat_mask)));
+    offset += sizes[p];
+  }
+  DeviceAdam dcat = upload(ctx, cat);
+  Buffer bmask = ctx.upload(cat_mask), bfloor = ctx.upload(cat_floor);
+  ops::AdamOptions o;
+  o.grad_scale = 0.25f;
+  o.lr = 2e-3f;
+  Recorder rec(ctx);
+  for (std::uint32_t step = 1; step <= 2; ++step) {
+    o.step = step;
+    for (int p = 0; p < 3; ++p) {
+      const auto n = static_cast<std::uint32_t>(sizes[p]);
+      rec.add(ops::adam(ctx, parts[p].w, parts[p].g, parts[p].m1, parts[p].m2, masked[p] ? &part_masks[p] : nullptr,
+                        n, o, floors[p]));
+    }
+    rec.add(ops::adam_cat(ctx, dcat.w, dcat.g, dcat.m1, dcat.m2, bmask, bfloor, static_cast<std::uint32_t>(total), o));
+  }
+  rec.run();
+  offset = 0;
+  for (int p = 0; p < 3; ++p) {
+    INFO("parameter " << p);
+    for (const auto& [part, whole] :
+         {std::pair{&parts[p].w, &dcat.w}, std::pair{&parts[p].m1, &dcat.m1}, std::pair{&parts[p].m2, &dcat.m2}}) {
+      CHECK(vkt::count_bit_diffs(part->download<float>(), whole->download<float>(sizes[p], offset)) == 0);
+    }
+    offset += sizes[p];
+  }
+  // and the concatenation against the host
+  HostAdam want = cat;
+  for (std::uint32_t step = 1; step <= 2; ++step) {
+    o.step = step;
+    host_adam(want, o, cat_mask.data(), cat_floor.data(), 0.0f);
+  }
+  CHECK(vkt::count_bit_diffs(dcat.m1.download<float>(), want.m1) == 0);
+  double worst = 0;
+  CHECK(weights_outside(dcat.w.download<float>(), want, &worst) == 0);
+}
+
+GPU_TEST("a Graph replayed with live step scalars equals separately recorded adam steps", "[ops][recorder]") {
+  const std::uint32_t n = 10007, cat_n = 3001, word = 2;  // word 2: the scalars need not start the buffer
+  const HostAdam start = random_state(n, 631), cat_start = random_state(cat_n, 641);
+  const auto mask = random_mask(n, 635), cat_mask = random_mask(cat_n, 645);
+  std::vector<float> cat_floor(cat_n);
+  for (std::size_t i = 0; i < cat_n; ++i) cat_floor[i] = i % 2 ? 0.02f : 0.0f;
+  Buffer bmask = ctx.upload(mask), bcat_mask = ctx.upload(cat_mask), bcat_floor = ctx.upload(cat_floor);
+  DeviceAdam live = upload(ctx, start), fixed = upload(ctx, start);
+  DeviceAdam live_cat = upload(ctx, cat_start), fixed_cat = upload(ctx, cat_start);
+  Buffer scalars = ctx.host_buffer(4 * 4);
+  scalars.fill(vkt::kPoison32);
+
+  ops::AdamOptions o;
+  o.grad_scale = 0.5f;
+  o.lr = 0.0f;  // the immediates must not matter when live
+  o.step = 0;
+  o.live = {&scalars, word};
+  Recorder rec(ctx);
+  rec.add(ops::adam(ctx, live.w, live.g, live.m1, live.m2, &bmask, n, o, 0.01f));
+  rec.add(ops::adam_cat(ctx, live_cat.w, live_cat.g, live_cat.m1, live_cat.m2, bcat_mask, bcat_floor, cat_n, o));
+  Graph graph = rec.finish();
+  CHECK(graph.dispatches() == 2);
+  CHECK(graph.barriers() == 0);  // independent updates that only share read-only scalars
+
+  auto lr_of = [](std::uint32_t step) { return 1e-3f * (1.0f + 0.5f * static_cast<float>(step)); };
+  for (std::uint32_t step = 1; step <= 5; ++step) {
+    ops::write_live_scalars(scalars, word, lr_of(step), step);
+    graph.run();
+  }
+
+  ops::AdamOptions imm = o;
+  imm.live = {};
+  for (std::uint32_t step = 1; step <= 5; ++step) {
+    imm.lr = lr_of(step);
+    imm.step = step;
+    Recorder one(ctx);
+    one.add(ops::adam(ctx, fixed.w, fixed.g, fixed.m1, fixed.m2, &bmask, n, imm, 0.01f));
+    one.add(ops::adam_cat(ctx, fixed_cat.w, fixed_cat.g, fixed_cat.m1, fixed_cat.m2, bcat_mask, bcat_floor, cat_n,
+                          imm));
+    one.run();
+  }
+  for (const auto& [a, b] : {std::pair{&live.w, &fixed.w}, std::pair{&live.m1, &fixed.m1},
+                             std::pair{&live.m2, &fixed.m2}, std::pair{&live_cat.w, &fixed_cat.w},
+                             std::pair{&live_cat.m1, &fixed_cat.m1}, std::pair{&live_cat.m2, &fixed_cat.m2}}) {
+    CHECK(vkt::count_bit_diffs(a->download<float>(), b->download<float>()) == 0);
+  }
+  // five steps were taken: the weights moved
+  CHECK(vkt::count_bit_diffs(live.w.download<float>(), start.w) > n / 2);
+}
+
+GPU_TEST("sumsq partials reproduce the host's fixed order bit for bit", "[ops]") {
+  for (const std::uint32_t n : {1000003u, 100u}) {
+    INFO("n = " << n);
+    const auto a = vkt::random_floats(n, 651, 3.0f);
+    Buffer ba = ctx.upload(a), partials = poisoned(ctx, ops::kSumsqPartials);
+    Recorder rec(ctx);
+    rec.add(ops::sumsq(ctx, ba, n, partials));
+    rec.run();
+    const auto got = partials.download<float>();
+    CHECK(vkt::count_bit_diffs(got, host_partials(a.data(), n)) == 0);
+    double total = 0, want = 0;
+    for (float p : got) total += p;
+    for (float v : a) want += double(v) * v;
+    CHECK(std::abs(total - want) <= 1e-5 * want);
+  }
+}
+
+GPU_TEST("sumsq_cat equals sumsq per parameter bit for bit", "[ops]") {
+  // parameters at offsets with a gap between the second and the third; the
+  // last table entry runs past n and is cut there
+  const std::uint32_t n = 400000;
+  const std::uint32_t table[] = {0, 100, 100, 70000, 80000, 300001, 390000, 50000};
+  const std::uint32_t params = 4;
+  const auto a = vkt::random_floats(n, 661, 1.0f);
+  Buffer ba = ctx.upload(a), btable = ctx.upload(std::vector<std::uint32_t>(std::begin(table), std::end(table)));
+  Buffer cat = poisoned(ctx, params * ops::kSumsqPartials);
+  std::vector<Buffer> singles, inputs;
+  Recorder rec(ctx);
+  rec.add(ops::sumsq_cat(ctx, ba, n, btable, params, cat));
+  for (std::uint32_t p = 0; p < params; ++p) {
+    const std::uint32_t off = table[2 * p], len = std::min(table[2 * p + 1], n - off);
+    inputs.push_back(ctx.upload(std::vector<float>(a.begin() + off, a.begin() + off + len)));
+    singles.push_back(poisoned(ctx, ops::kSumsqPartials));
+    rec.add(ops::sumsq(ctx, inputs.back(), len, singles.back()));
+  }
+  rec.run();
+  const auto got = cat.download<float>();
+  for (std::uint32_t p = 0; p < params; ++p) {
+    INFO("parameter " << p);
+    const std::vector<float> row(got.begin() + p * ops::kSumsqPartials, got.begin() + (p + 1) * ops::kSumsqPartials);
+    CHECK(vkt::count_bit_diffs(row, singles[p].download<float>()) == 0);
+    const std::uint32_t off = table[2 * p], len = std::min(table[2 * p + 1], n - off);
+    CHECK(vkt::count_bit_diffs(row, host_partials(a.data() + off, len)) == 0);
+  }
+}
+
+GPU_TEST("non-finite values propagate through sumsq and sumsq_cat", "[ops]") {
+  const std::uint32_t n = 100000;
+  auto a = vkt::random_floats(n, 671, 1.0f);
+  a[5] = std::numeric_limits<float>::quiet_NaN();          // partial 0
+  a[3 * 256 + 7] = std::numeric_limits<float>::infinity();  // partial 3
+  a[60000] = -std::numeric_limits<float>::infinity();       // (60000 / 256) % 64 = 42
+  Buffer ba = ctx.upload(a);
+  const std::vector<std::uint32_t> table = {0, 1000, 1000, 50000, 50000, 50000};  // NaN+Inf; none; -Inf
+  Buffer btable = ctx.upload(table);
+  Buffer partials = poisoned(ctx, ops::kSumsqPartials), cat = poisoned(ctx, 3 * ops::kSumsqPartials);
+  Recorder rec(ctx);
+  rec.add(ops::sumsq(ctx, ba, n, partials));
+  rec.add(ops::sumsq_cat(ctx, ba, n, btable, 3, cat));
+  rec.run();
+  const auto p = partials.download<float>(), c = cat.download<float>();
+  CHECK(std::isnan(p[0]));
+  CHECK(std::isinf(p[3]));
+  CHECK(std::isinf(p[42]));
+  std::size_t finite = 0;
+  for (float v : p) finite += std::isfinite(v);
+  CHECK(finite == ops::kSumsqPartials - 3);
+  // parameter 0 holds the NaN (partial 0) and the +Inf (partial 3)
+  CHECK(std::isnan(c[0]));
+  CHECK(std::isinf(c[3]));
+  // parameter 1 is finite; parameter 2 holds the -Inf at its element 10000: partial (10000 / 256) % 64 = 39
+  CHECK(std::all_of(c.begin() + 64, c.begin() + 128, [](float v) { return std::isfinite(v); }));
+  CHECK(std::isinf(c[128 + 39]));
+}
+
+GPU_TEST("optimizer builders refuse bad arguments and small buffers", "[ops][errors]") {
+  const std::uint32_t n = 64;
+  Buffer w = ctx.buffer(n * 4), g = ctx.buffer(n * 4), m1 = ctx.buffer(n * 4), m2 = ctx.buffer(n * 4);
+  Buffer mask = ctx.buffer(n * 4), small = ctx.buffer(16), scalars = ctx.host_buffer(16);
+  ops::AdamOptions o;
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, small, nullptr, n, o),
+                    ContainsSubstring("adam") && ContainsSubstring("m2 holds 16 bytes"));
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, &small, n, o),
+                    ContainsSubstring("adam") && ContainsSubstring("mask holds 16 bytes"));
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, 0, o), ContainsSubstring("adam: n = 0"));
+  CHECK_THROWS_WITH(ops::adam(ctx, w, w, m1, m2, nullptr, n, o), ContainsSubstring("adam: w, g, m1 and m2"));
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o, -1.0f), ContainsSubstring("adam: rel_floor = -1"));
+  o.step = 0;
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: step = 0"));
+  o.step = 1;
+  o.beta2 = 1.0f;
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: beta2 = 1"));
+  o.beta2 = 0.999f;
+  o.live = {&scalars, 3};  // words 3 and 4 of a 4-word buffer
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o),
+                    ContainsSubstring("adam") && ContainsSubstring("live scalars holds 16 bytes, needs 20"));
+  o.live = {};
+  CHECK_THROWS_WITH(ops::adam_cat(ctx, w, g, m1, m2, mask, small, n, o),
+                    ContainsSubstring("adam_cat") && ContainsSubstring("rel_floor holds 16 bytes"));
+  CHECK_THROWS_WITH(ops::write_live_scalars(scalars, 0, 1e-3f, 0), ContainsSubstring("step = 0"));
+  CHECK_THROWS_AS(ops::write_live_scalars(scalars, 3, 1e-3f, 1), Error);
+  Buffer partials = ctx.buffer(ops::kSumsqPartials * 4);
+  CHECK_THROWS_WITH(ops::sumsq(ctx, w, n, small),
+                    ContainsSubstring("sumsq") && ContainsSubstring("partials holds 16 bytes"));
+  CHECK_THROWS_WITH(ops::sumsq(ctx, w, n + 1, partials), ContainsSubstring("sumsq") && ContainsSubstring("a holds"));
+  Buffer partials3 = ctx.buffer(3 * ops::kSumsqPartials * 4);
+  CHECK_THROWS_WITH(ops::sumsq_cat(ctx, w, n, small, 3, partials3),
+                    ContainsSubstring("sumsq_cat") && ContainsSubstring("table holds 16 bytes"));
+  CHECK_THROWS_WITH(ops::sumsq_cat(ctx, w, n, mask, 2, partials),
+                    ContainsSubstring("sumsq_cat") && ContainsSubstring("partials holds 256 bytes, needs 512"));
+  CHECK_THROWS_WITH(ops::sumsq_cat(ctx, w, n, mask, 0, partials), ContainsSubstring("sumsq_cat: params = 0"));
+}
