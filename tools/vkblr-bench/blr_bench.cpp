@@ -1,0 +1,171 @@
+// vkblr-bench blr: step time of a blr layer, with the share of each kind of
+// dispatch and the gaps between them.
+#include "blr_bench.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <format>
+#include <random>
+
+namespace bench {
+namespace {
+
+double torch_compile_reference(const BlrCase& c) {
+  if (c.ntok != 4096 || c.paths != 2) return 0;
+  if (c.m == 3584 && c.n == 1024 && c.r == 512) return 1.02;
+  if (c.m == 1024 && c.n == 3584 && c.r == 512) return 0.60;
+  if (c.m == 6144 && c.n == 1024 && c.r == 512) return 0.76;
+  if (c.m == 1024 && c.n == 1024 && c.r == 256) return 0.97;
+  return 0;
+}
+
+std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+std::vector<std::uint32_t> random_words(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> v(n);
+  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
+  return v;
+}
+
+// Dispatch class for the shares: the sign part, the GEMMs, the column
+// reductions, and everything else (staging, scaling).
+std::string class_of(const vkblr::ProfileEvent& e) {
+  if (e.tag == "sign") return "sign";
+  if (e.name.rfind("gemm", 0) == 0) return "gemm";
+  if (e.name.rfind("colsum", 0) == 0) return "reductions";
+  return "elementwise";
+}
+
+}  // namespace
+
+std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions& o) {
+  std::vector<BlrResult> out;
+  for (const BlrCase& c : o.cases) {
+    BlrResult res;
+    res.c = c;
+    res.torch_compile_ms = torch_compile_reference(c);
+    try {
+      std::vector<vkblr::BlrPathInit> init;
+      for (std::uint32_t p = 0; p < c.paths; ++p) {
+        init.push_back({random_words(std::size_t{c.m} * c.r / 32, 10 + p), random_words(std::size_t{c.n} * c.r / 32, 20 + p),
+                        random_vector(c.m, 30 + p, 0.02f, 0.07f), random_vector(c.r, 40 + p, 0.5f, 1.5f),
+                        random_vector(c.n, 50 + p, 0.1f, 0.3f)});
+      }
+      vkblr::BlrLayer layer = vkblr::make_blr_layer(ctx, c.m, c.n, c.r, init, o.sign_grads);
+      vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r);
+      vkblr::BlrScratch scratch(ctx, layer, shared);
+      vkblr::Buffer x = ctx.upload(random_vector(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
+      vkblr::Buffer dy = ctx.upload(random_vector(std::size_t{c.ntok} * c.m, 61, -1e-3f, 1e-3f));
+      vkblr::Buffer y = ctx.buffer(std::size_t{c.ntok} * c.m * 4), dx = ctx.buffer(std::size_t{c.ntok} * c.n * 4);
+      vkblr::BlrBackward options;
+      options.sign_grads = o.sign_grads;
+      auto record_step = [&](vkblr::Recorder& rec) {
+        vkblr::blr_forward(rec, ctx, layer, scratch, x, y, c.ntok);
+        vkblr::blr_backward(rec, ctx, layer, scratch, x, dy, dx, c.ntok, options);
+      };
+
+      // profiled: per-step span, busy time and shares
+      vkblr::Profiler& prof = ctx.profiler();
+      prof.enable(true);
+      vkblr::Recorder rec(ctx);
+      std::vector<std::uint32_t> per_step;
+      for (std::uint32_t s = 0; s < o.reps; ++s) {
+        const std::uint32_t before = rec.dispatches();
+        record_step(rec);
+        per_step.push_back(rec.dispatches() - before);
+      }
+      res.dispatches = per_step.empty() ? 0 : per_step[0];
+      res.barriers = rec.barriers() / std::max(1u, o.reps);
+      vkblr::Graph profiled = rec.finish();
+      prof.enable(false);
+      for (std::uint32_t i = 0; i < o.warmup; ++i) profiled.run();
+      prof.reset();
+      profiled.run();
+      const auto& ev = prof.events();
+      std::vector<double> span, busy;
+      std::map<std::string, double> cls;
+      double all = 0;
+      std::size_t e = 0;
+      for (std::uint32_t s = 0; s < o.reps && e < ev.size(); ++s) {
+        double first = 1e300, last = 0, sum = 0;
+        for (std::uint32_t d = 0; d < per_step[s] && e < ev.size(); ++d, ++e) {
+          first = std::min(first, ev[e].start_us);
+          last = std::max(last, ev[e].start_us + ev[e].duration_us);
+          sum += ev[e].duration_us;
+          cls[class_of(ev[e])] += ev[e].duration_us;
+          all += ev[e].duration_us;
+        }
+        span.push_back((last - first) * 1e-3);
+        busy.push_back(sum * 1e-3);
+      }
+      res.span = stats_of(span);
+      res.busy = stats_of(busy);
+      for (auto& [k, v] : cls) res.share[k] = all > 0 ? v / all : 0;
+
+      // unprofiled replay: wall time of `reps` steps in one submit
+      vkblr::Recorder plain(ctx);
+      for (std::uint32_t s = 0; s < o.reps; ++s) record_step(plain);
+      vkblr::Graph graph = plain.finish();
+      for (std::uint32_t i = 0; i < o.warmup; ++i) graph.run();
+      std::vector<double> wall;
+      for (int i = 0; i < 5; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        graph.run();
+        wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+                       o.reps);
+      }
+      res.replay_ms = stats_of(wall).median_ms;
+    } catch (const vkblr::Error& err) {
+      res.error = err.what();
+    }
+    if (!o.quiet) std::fprintf(stderr, "%s\n", format_blr_result(res).c_str());
+    out.push_back(std::move(res));
+  }
+  return out;
+}
+
+std::string format_blr_result(const BlrResult& r) {
+  const BlrCase& c = r.c;
+  std::string s = std::format("blr m={} n={} r={} ntok={} P={}: ", c.m, c.n, c.r, c.ntok, c.paths);
+  if (!r.error.empty()) return s + r.error;
+  s += std::format("step {:.3f} ms (replay {:.3f} ms), busy {:.3f} ms, gaps {:.1f}%, {} dispatches, {} barriers;",
+                   r.span.median_ms, r.replay_ms, r.busy.median_ms,
+                   r.span.median_ms > 0 ? 100.0 * (1.0 - r.busy.median_ms / r.span.median_ms) : 0.0, r.dispatches,
+                   r.barriers);
+  for (const auto& [k, v] : r.share) s += std::format(" {} {:.0f}%", k, 100 * v);
+  if (r.torch_compile_ms > 0) {
+    s += std::format("; torch.compile {:.2f} ms = {:.2f}x", r.torch_compile_ms, r.torch_compile_ms / r.replay_ms);
+  }
+  return s;
+}
+
+nlohmann::json to_json(const BlrResult& r) {
+  const BlrCase& c = r.c;
+  nlohmann::json j = {{"m", c.m}, {"n", c.n}, {"r", c.r}, {"ntok", c.ntok}, {"paths", c.paths}};
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  j["step_ms"] = r.span.median_ms;
+  j["step_min_ms"] = r.span.min_ms;
+  j["replay_ms"] = r.replay_ms;
+  j["busy_ms"] = r.busy.median_ms;
+  j["share"] = r.share;
+  j["dispatches"] = r.dispatches;
+  j["barriers"] = r.barriers;
+  j["reps"] = r.span.reps;
+  if (r.torch_compile_ms > 0) {
+    j["torch_compile_ms"] = r.torch_compile_ms;
+    j["speedup_vs_torch_compile"] = r.torch_compile_ms / r.replay_ms;
+  }
+  return j;
+}
+
+}  // namespace bench

@@ -1,0 +1,45 @@
+// blr_bench.hpp — `vkblr-bench blr`: one blr layer's training step (forward
+// + backward + sign gradients, one recorded batch) per (m, n, r, ntok, P).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include <vkblr/vkblr.hpp>
+
+#include "timing.hpp"
+
+namespace bench {
+
+struct BlrCase {
+  std::uint32_t m, n, r, ntok, paths;
+};
+
+struct BlrBenchOptions {
+  std::vector<BlrCase> cases;
+  bool sign_grads = true;
+  std::uint32_t warmup = 5;
+  std::uint32_t reps = 30;
+  bool quiet = false;
+};
+
+struct BlrResult {
+  BlrCase c{};
+  std::string error;
+  Stats span;            // per step: first dispatch start to last dispatch end (profiled)
+  Stats busy;            // per step: sum of dispatch times (profiled)
+  double replay_ms = 0;  // per step: wall time of an unprofiled replay of `reps` steps / reps
+  std::map<std::string, double> share;  // fraction of busy time per class: gemm, sign gemm, reductions, elementwise
+  std::uint32_t dispatches = 0, barriers = 0;
+  double torch_compile_ms = 0;  // PyTorch 2.11 torch.compile on the H200 (issue 5)
+};
+
+std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions& options);
+std::string format_blr_result(const BlrResult& r);
+nlohmann::json to_json(const BlrResult& r);
+
+}  // namespace bench

@@ -1,0 +1,149 @@
+// vkblr-bench gemm: GEMM rates per shape, B mode and tile.
+#include "gemm_bench.hpp"
+
+#include <cstdio>
+#include <format>
+#include <cmath>
+#include <random>
+
+#include "timing.hpp"
+
+namespace bench {
+namespace {
+
+// cuBLAS f16 on the H200 (PyTorch 2.11, out = act·planeᵀ), TFLOPS, from issue 4.
+double cublas_reference(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+  if (m == 4096 && n == 3584 && k == 1024) return 384;
+  if (m == 4096 && n == 1024 && k == 3584) return 447;
+  if (m == 3584 && n == 1024 && k == 4096) return 431;
+  if (m == 4096 && n == 6144 && k == 1024) return 488;
+  if (m == 8192 && n == 8192 && k == 8192) return 672;
+  return 0;
+}
+
+std::vector<std::uint32_t> random_words(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> v(n);
+  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
+  return v;
+}
+
+std::vector<std::uint16_t> random_halves(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<std::uint16_t> v(n);
+  for (auto& h : v) h = vkblr::f32_to_f16(d(gen));
+  return v;
+}
+
+// B[j][p] of each mode, from the host copies of the operands.
+float b_value(vkblr::GemmB mode, const std::vector<std::uint16_t>& plane, const std::vector<std::uint32_t>& bn,
+              const std::vector<std::uint32_t>& bt, std::uint32_t n, std::uint32_t k, std::uint32_t j, std::uint32_t p) {
+  switch (mode) {
+    case vkblr::GemmB::plane:
+      return vkblr::f16_to_f32(plane[std::size_t{j} * k + p]);
+    case vkblr::GemmB::bits_n:
+      return (bn[std::size_t{j} * (k / 32) + p / 32] >> (p % 32)) & 1u ? 1.0f : -1.0f;
+    case vkblr::GemmB::bits_t:
+      return (bt[std::size_t{p} * (n / 32) + j / 32] >> (j % 32)) & 1u ? 1.0f : -1.0f;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptions& o) {
+  std::vector<GemmResult> out;
+  for (const auto& [m, n, k] : o.shapes) {
+    // random inputs (never zeros: they run faster than real data)
+    const auto act_h = random_halves(std::size_t{m} * k, 1);
+    const auto plane_h = random_halves(std::size_t{n} * k, 2);
+    const auto bn_h = random_words(std::size_t{n} * k / 32, 3);
+    const auto bt_h = random_words(std::size_t{k} * n / 32, 4);
+    vkblr::Buffer act = ctx.upload(act_h);
+    vkblr::Buffer plane = ctx.upload(plane_h);
+    vkblr::Buffer bits_n = ctx.upload(bn_h);
+    vkblr::Buffer bits_t = ctx.upload(bt_h);
+    vkblr::Buffer result = ctx.buffer(std::size_t{m} * n * 4);
+    for (const std::string& mode_name : o.modes) {
+      const bool plain = mode_name == "plain";
+      const vkblr::GemmB mode = mode_name == "bits_n"   ? vkblr::GemmB::bits_n
+                                : mode_name == "bits_t" ? vkblr::GemmB::bits_t
+                                                        : vkblr::GemmB::plane;
+      const vkblr::Buffer& b = mode == vkblr::GemmB::plane ? plane : mode == vkblr::GemmB::bits_n ? bits_n : bits_t;
+      std::vector<vkblr::GemmTile> tiles = o.tiles;
+      if (tiles.empty() || plain) {
+        vkblr::GemmTile t = vkblr::gemm_tile_for(ctx, m, n, k);
+        if (plain) t = {64, 64, 32, 4, 4, 1, false};
+        tiles = {t};
+      }
+      for (const vkblr::GemmTile& tile : tiles) {
+        GemmResult r;
+        r.m = m;
+        r.n = n;
+        r.k = k;
+        r.mode = mode_name;
+        r.tile = tile.to_string();
+        try {
+          vkblr::check_gemm_tile(ctx, tile);
+          const vkblr::Ops ops = vkblr::gemm(ctx, act, b, mode, result, {m, n, k}, &tile);
+          r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(ops); });
+          r.tflops = 2.0 * m * n * k / (r.stats.median_ms * 1e-3) / 1e12;
+          r.cublas_tflops = cublas_reference(m, n, k);
+          if (o.check) {
+            const auto got = result.download<float>();
+            std::mt19937 gen(7);
+            double worst = 0, sumsq = 0;
+            const int samples = 256;
+            for (int s = 0; s < samples; ++s) {
+              const auto i = static_cast<std::uint32_t>(gen() % m), j = static_cast<std::uint32_t>(gen() % n);
+              double ref = 0;
+              for (std::uint32_t p = 0; p < k; ++p) {
+                ref += double(vkblr::f16_to_f32(act_h[std::size_t{i} * k + p])) * b_value(mode, plane_h, bn_h, bt_h, n, k, j, p);
+              }
+              worst = std::max(worst, std::abs(double(got[std::size_t{i} * n + j]) - ref));
+              sumsq += ref * ref;
+            }
+            r.check_error = worst / std::sqrt(sumsq / samples);
+          }
+        } catch (const vkblr::Error& e) {
+          r.error = e.what();
+        }
+        out.push_back(r);
+        if (!o.quiet) std::fprintf(stderr, "%s\n", format_gemm_result(r).c_str());
+      }
+    }
+  }
+  return out;
+}
+
+std::string format_gemm_result(const GemmResult& r) {
+  if (!r.error.empty()) return std::format("{}x{}x{} {:7} [{}]: {}", r.m, r.n, r.k, r.mode, r.tile, r.error);
+  std::string s = std::format("{}x{}x{} {:7} [{}]: median {:.4f} ms (min {:.4f}, max {:.4f}, {} reps) {:.3g} TFLOPS",
+                              r.m, r.n, r.k, r.mode, r.tile, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms,
+                              r.stats.reps, r.tflops);
+  if (r.cublas_tflops > 0) s += std::format(" = {:.2f}x cuBLAS ({:.0f})", r.tflops / r.cublas_tflops, r.cublas_tflops);
+  if (r.check_error >= 0) s += std::format(" check {:.1e} {}", r.check_error, r.check_error < 1e-4 ? "ok" : "FAIL");
+  return s;
+}
+
+nlohmann::json to_json(const GemmResult& r) {
+  nlohmann::json j = {{"m", r.m}, {"n", r.n}, {"k", r.k}, {"mode", r.mode}, {"tile", r.tile}};
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  j["median_ms"] = r.stats.median_ms;
+  j["min_ms"] = r.stats.min_ms;
+  j["max_ms"] = r.stats.max_ms;
+  j["reps"] = r.stats.reps;
+  j["tflops"] = r.tflops;
+  if (r.check_error >= 0) j["check_error"] = r.check_error;
+  if (r.cublas_tflops > 0) {
+    j["cublas_tflops"] = r.cublas_tflops;
+    j["vs_cublas"] = r.tflops / r.cublas_tflops;
+  }
+  return j;
+}
+
+}  // namespace bench

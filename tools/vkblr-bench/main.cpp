@@ -1,0 +1,113 @@
+// vkblr-bench — GPU timings of vkblr's kernels (GPU timestamps, medians).
+//
+//   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
+//                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check]
+//   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--reps N] [--warmup N]
+//   --json on either: the results as JSON on stdout
+//
+// Method: each case is recorded `reps` times into one Graph with timestamps
+// around every dispatch; the graph runs `warmup` times, then once timed; the
+// median over reps of the GPU time is reported (docs/benchmarks.md).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "blr_bench.hpp"
+#include "gemm_bench.hpp"
+
+namespace {
+
+std::array<std::uint32_t, 3> parse_shape(const std::string& s) {
+  std::array<std::uint32_t, 3> v{};
+  char x1 = 0, x2 = 0;
+  std::istringstream in(s);
+  in >> v[0] >> x1 >> v[1] >> x2 >> v[2];
+  if (in.fail() || x1 != 'x' || x2 != 'x') throw CLI::ValidationError("--shape", "expected MxNxK, got " + s);
+  return v;
+}
+
+vkblr::GemmTile parse_tile(const std::string& s, bool coopmat) {
+  vkblr::GemmTile t;
+  t.coopmat = coopmat;
+  char c = 0;
+  std::istringstream in(s);
+  in >> t.bm >> c >> t.bn >> c >> t.bk >> c >> t.wm >> c >> t.wn >> c >> t.stages;
+  if (in.fail()) throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages, got " + s);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vkblr-bench: GPU timings of vkblr's kernels"};
+  app.require_subcommand(1);
+  bool json = false, validate = false;
+  app.add_flag("--json", json, "Print the results as JSON on stdout");
+  app.add_flag("--validate", validate, "Khronos validation on (slow; for checking the benchmark itself)");
+
+  CLI::App* gemm = app.add_subcommand("gemm", "GEMM rates (default: the seed's mm_rate shapes, every mode)");
+  std::vector<std::string> shapes, tiles;
+  std::vector<std::string> modes{"plane", "bits_n", "bits_t"};
+  bench::GemmBenchOptions gopt;
+  gemm->add_option("--shape", shapes, "MxNxK (repeatable)");
+  gemm->add_option("--mode", modes, "plane, bits_n, bits_t, plain")->delimiter(',');
+  gemm->add_option("--tile", tiles, "bm,bn,bk,wm,wn,stages (repeatable; default: the library's choice)");
+  gemm->add_option("--reps", gopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  gemm->add_option("--warmup", gopt.warmup, "untimed runs of the whole batch first");
+  gemm->add_flag("--check", gopt.check, "compare 256 sampled outputs of each case with an f64 host product");
+
+  CLI::App* blr = app.add_subcommand("blr", "blr layer step times (forward + backward + sign gradients)");
+  std::vector<std::string> cases;
+  bench::BlrBenchOptions bopt;
+  bool no_sign = false;
+  blr->add_option("--case", cases, "m,n,r,ntok,P (repeatable; default: issue 5's four cases)");
+  blr->add_flag("--no-sign", no_sign, "without the sign gradients");
+  blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
+  blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    vkblr::ContextOptions copt;
+    copt.validation = validate;
+    vkblr::Context ctx(copt);
+    const vkblr::Caps& caps = ctx.caps();
+    nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},
+                             {"api", caps.api_version_string}, {"vkblr", std::string(vkblr::version())}};
+    if (!json) std::fprintf(stderr, "device: %s (%s)\n", caps.device_name.c_str(), caps.driver_info.c_str());
+    if (gemm->parsed()) {
+      if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
+      for (const auto& s : shapes) gopt.shapes.push_back(parse_shape(s));
+      gopt.modes = modes;
+      const bool coopmat = caps.coopmat;
+      for (const auto& t : tiles) gopt.tiles.push_back(parse_tile(t, coopmat));
+      gopt.quiet = json;
+      const auto results = bench::run_gemm_bench(ctx, gopt);
+      report["gemm"] = nlohmann::json::array();
+      for (const auto& r : results) report["gemm"].push_back(bench::to_json(r));
+    }
+    if (blr->parsed()) {
+      if (cases.empty()) {
+        cases = {"3584,1024,512,4096,2", "1024,3584,512,4096,2", "6144,1024,512,4096,2", "1024,1024,256,4096,2"};
+      }
+      for (const auto& c : cases) {
+        bench::BlrCase bc{};
+        char sep = 0;
+        std::istringstream in(c);
+        in >> bc.m >> sep >> bc.n >> sep >> bc.r >> sep >> bc.ntok >> sep >> bc.paths;
+        if (in.fail()) throw CLI::ValidationError("--case", "expected m,n,r,ntok,P, got " + c);
+        bopt.cases.push_back(bc);
+      }
+      bopt.sign_grads = !no_sign;
+      bopt.quiet = json;
+      const auto results = bench::run_blr_bench(ctx, bopt);
+      report["blr"] = nlohmann::json::array();
+      for (const auto& r : results) report["blr"].push_back(bench::to_json(r));
+    }
+    if (json) std::printf("%s\n", report.dump(1).c_str());
+    return 0;
+  } catch (const vkblr::Error& e) {
+    std::fprintf(stderr, "vkblr-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,64 @@
+// timing.hpp — how vkblr-bench times GPU work: record `reps` copies of a
+// batch into one Graph with GPU timestamps around every dispatch, run it
+// `warmup` times untimed, then once more timed; per-rep time = the sum of
+// that rep's dispatch durations (so host submission gaps are excluded);
+// report the median (and min, max) over reps.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <vkblr/vkblr.hpp>
+
+namespace bench {
+
+struct Stats {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  std::uint32_t reps = 0;
+};
+
+inline Stats stats_of(std::vector<double> ms) {
+  Stats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  s.reps = static_cast<std::uint32_t>(ms.size());
+  s.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  return s;
+}
+
+// `record(rec, rep)` adds one rep's dispatches (rep = 0 .. reps-1, e.g. to
+// rotate inputs). Returns per-rep GPU time statistics.
+inline Stats time_gpu(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t reps,
+                      const std::function<void(vkblr::Recorder&, std::uint32_t)>& record) {
+  vkblr::Profiler& prof = ctx.profiler();
+  const bool was = prof.enabled();
+  prof.enable(true);
+  vkblr::Recorder rec(ctx);
+  std::vector<std::uint32_t> dispatches_per_rep;
+  for (std::uint32_t r = 0; r < reps; ++r) {
+    const std::uint32_t before = rec.dispatches();
+    record(rec, r);
+    dispatches_per_rep.push_back(rec.dispatches() - before);
+  }
+  vkblr::Graph g = rec.finish();
+  prof.enable(was);
+  for (std::uint32_t i = 0; i < warmup; ++i) g.run();
+  prof.reset();
+  g.run();
+  const auto& ev = prof.events();
+  std::vector<double> ms;
+  std::size_t e = 0;
+  for (std::uint32_t r = 0; r < reps && e < ev.size(); ++r) {
+    double us = 0;
+    for (std::uint32_t d = 0; d < dispatches_per_rep[r] && e < ev.size(); ++d) us += ev[e++].duration_us;
+    ms.push_back(us * 1e-3);
+  }
+  return stats_of(ms);
+}
+
+}  // namespace bench
