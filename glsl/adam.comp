@@ -13,7 +13,8 @@
 // operation rounded on its own (precise: no fused multiply-adds), so adam_cat
 // reproduces adam bit for bit and a host can replay it in f32. lr and t come
 // from the push constants or, for a Graph replayed with changing values,
-// from the SCALARS slot (flag `live`); β^t is computed here from t.
+// from the SCALARS slot (flag `live`; its third word, when nonzero, skips
+// the update); β^t is computed here from t.
 // @variant adam CONCAT=0
 // @variant adam_cat CONCAT=1
 #extension GL_GOOGLE_include_directive : require
@@ -44,6 +45,7 @@ void main() {
   float lr = pc.lr;
   uint step = pc.step;
   if (pc.live != 0) {
+    if (scalars[pc.live_word + 2] != 0u) return;  // skipped step (non-finite gradients)
     lr = uintBitsToFloat(scalars[pc.live_word]);
     step = scalars[pc.live_word + 1];
   }

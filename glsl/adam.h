@@ -15,7 +15,7 @@ VKBLR_PUSH(AdamPush) {
   float rel_floor;   // adam: > 0 = steps relative to max(|w|, rel_floor); adam_cat reads one per entry
   uint masked;       // adam: 1 = the mask slot is bound (0 = every entry trains); adam_cat: always masked
   uint live;         // 1 = lr and step come from the scalars slot instead of the two fields above
-  uint live_word;    // live: scalars[live_word] = lr (f32 bits), scalars[live_word + 1] = step
+  uint live_word;    // live: scalars[live_word] = lr (f32 bits), [live_word + 1] = step, [live_word + 2] = skip
   uint reserved;
 } VKBLR_PUSH_END(pc)
 

@@ -261,7 +261,7 @@ GPU_TEST("a Graph replayed with live step scalars equals separately recorded ada
   Buffer bmask = ctx.upload(mask), bcat_mask = ctx.upload(cat_mask), bcat_floor = ctx.upload(cat_floor);
   DeviceAdam live = upload(ctx, start), fixed = upload(ctx, start);
   DeviceAdam live_cat = upload(ctx, cat_start), fixed_cat = upload(ctx, cat_start);
-  Buffer scalars = ctx.host_buffer(4 * 4);
+  Buffer scalars = ctx.host_buffer(5 * 4);
   scalars.fill(vkt::kPoison32);
 
   ops::AdamOptions o;
@@ -300,6 +300,15 @@ GPU_TEST("a Graph replayed with live step scalars equals separately recorded ada
   }
   // five steps were taken: the weights moved
   CHECK(vkt::count_bit_diffs(live.w.download<float>(), start.w) > n / 2);
+
+  // a replay with the skip word set changes nothing
+  const auto before = live.w.download<std::uint32_t>(), before_m1 = live_cat.m1.download<std::uint32_t>();
+  ops::write_live_scalars(scalars, word, lr_of(6), 6);
+  const std::uint32_t skip = 1;
+  scalars.write(&skip, 4, (word + 2) * 4);
+  graph.run();
+  CHECK(vkt::count_bit_diffs(live.w.download<std::uint32_t>(), before) == 0);
+  CHECK(vkt::count_bit_diffs(live_cat.m1.download<std::uint32_t>(), before_m1) == 0);
 }
 
 GPU_TEST("sumsq partials reproduce the host's fixed order bit for bit", "[ops]") {
@@ -395,14 +404,14 @@ GPU_TEST("optimizer builders refuse bad arguments and small buffers", "[ops][err
   o.beta2 = 1.0f;
   CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: beta2 = 1"));
   o.beta2 = 0.999f;
-  o.live = {&scalars, 3};  // words 3 and 4 of a 4-word buffer
+  o.live = {&scalars, 2};  // words 2, 3 and 4 of a 4-word buffer
   CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o),
                     ContainsSubstring("adam") && ContainsSubstring("live scalars holds 16 bytes, needs 20"));
   o.live = {};
   CHECK_THROWS_WITH(ops::adam_cat(ctx, w, g, m1, m2, mask, small, n, o),
                     ContainsSubstring("adam_cat") && ContainsSubstring("rel_floor holds 16 bytes"));
   CHECK_THROWS_WITH(ops::write_live_scalars(scalars, 0, 1e-3f, 0), ContainsSubstring("step = 0"));
-  CHECK_THROWS_AS(ops::write_live_scalars(scalars, 3, 1e-3f, 1), Error);
+  CHECK_THROWS_AS(ops::write_live_scalars(scalars, 2, 1e-3f, 1), Error);
   Buffer partials = ctx.buffer(ops::kSumsqPartials * 4);
   CHECK_THROWS_WITH(ops::sumsq(ctx, w, n, small),
                     ContainsSubstring("sumsq") && ContainsSubstring("partials holds 16 bytes"));

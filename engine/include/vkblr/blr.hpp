@@ -38,7 +38,8 @@
 
 namespace vkblr {
 
-// One path's device state.
+// One path's device state. In a layer from make_blr_layer, h/l/g and
+// dh/dl/dg are views of the layer's concatenated `scales` / `scale_grads`.
 struct BlrPath {
   Buffer bits_u;      // u32 [m][r/32]
   Buffer bits_v;      // u32 [n][r/32]
@@ -49,9 +50,22 @@ struct BlrPath {
   Buffer g_u, g_v;
 };
 
+// Where one scale vector sits in a layer's concatenated scale buffers
+// (elements).
+struct ScaleSegment {
+  std::uint32_t offset = 0, length = 0;
+};
+
 struct BlrLayer {
   std::uint32_t m = 0, n = 0, r = 0;
   std::vector<BlrPath> paths;
+  // Every path's h, ℓ, g in one f32 buffer (and their gradients in another,
+  // same layout), so one optimizer dispatch updates them all; segments in
+  // the order h0, ℓ0, g0, h1, ...; elements between segments are padding
+  // (alignment of the views) and stay zero. Empty for hand-made layers.
+  Buffer scales, scale_grads;
+  std::vector<ScaleSegment> segments;
+  std::uint32_t scale_count = 0;  // elements of scales / scale_grads
 
   // Throws vkblr::Error unless the shape and every buffer fit: m, n multiples
   // of 16, r a multiple of 32, 1 <= paths.
@@ -65,7 +79,7 @@ struct BlrPathInit {
 };
 
 // A layer with its buffers allocated and filled from `init` (gradients
-// zero); with `sign_grads`, G_U/G_V buffers too.
+// zero; scales concatenated as above); with `sign_grads`, G_U/G_V buffers too.
 BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t r,
                         const std::vector<BlrPathInit>& init, bool sign_grads);
 

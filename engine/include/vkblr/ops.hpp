@@ -15,3 +15,4 @@
 #include "vkblr/ops/probe.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
+#include "vkblr/ops/train.hpp"

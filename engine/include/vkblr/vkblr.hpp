@@ -11,3 +11,5 @@
 #include "vkblr/ops.hpp"
 #include "vkblr/profiler.hpp"
 #include "vkblr/recorder.hpp"
+#include "vkblr/trainer.hpp"
+#include "vkblr/sign.hpp"

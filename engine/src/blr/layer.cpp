@@ -42,21 +42,47 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
   layer.m = m;
   layer.n = n;
   layer.r = r;
+  // segments aligned for binding as views: at least 64 floats apart
+  const std::uint64_t align_floats =
+      std::max<std::uint64_t>(64, ctx.caps().min_storage_buffer_offset_alignment / 4);
+  auto aligned = [&](std::uint64_t v) { return (v + align_floats - 1) / align_floats * align_floats; };
+  std::uint64_t count = 0;
+  for (std::size_t p = 0; p < init.size(); ++p) {
+    for (const std::uint32_t len : {m, r, n}) {
+      layer.segments.push_back({static_cast<std::uint32_t>(count), len});
+      count = aligned(count + len);
+    }
+  }
+  require(count > 0 && count <= 0xffffffffu, "make_blr_layer: {} paths of m = {}, n = {}, r = {}", init.size(), m, n,
+          r);
+  layer.scale_count = static_cast<std::uint32_t>(count);
+  std::vector<float> values(count, 0.0f);
   for (std::size_t p = 0; p < init.size(); ++p) {
     const BlrPathInit& in = init[p];
     const std::size_t words = r / 32;
     require(in.bits_u.size() == std::size_t{m} * words && in.bits_v.size() == std::size_t{n} * words &&
                 in.h.size() == m && in.l.size() == r && in.g.size() == n,
             "make_blr_layer: path {} values do not match m = {}, n = {}, r = {}", p, m, n, r);
+    std::copy(in.h.begin(), in.h.end(), values.begin() + layer.segments[3 * p].offset);
+    std::copy(in.l.begin(), in.l.end(), values.begin() + layer.segments[3 * p + 1].offset);
+    std::copy(in.g.begin(), in.g.end(), values.begin() + layer.segments[3 * p + 2].offset);
+  }
+  layer.scales = ctx.upload(values, "blr.scales");
+  layer.scale_grads = ctx.upload(std::vector<float>(count, 0.0f), "blr.scale_grads");
+  auto view = [](const Buffer& b, const ScaleSegment& s) {
+    return b.view(std::uint64_t{s.offset} * 4, std::uint64_t{s.length} * 4);
+  };
+  for (std::size_t p = 0; p < init.size(); ++p) {
+    const BlrPathInit& in = init[p];
     BlrPath b;
     b.bits_u = ctx.upload(in.bits_u, "blr.bits_u");
     b.bits_v = ctx.upload(in.bits_v, "blr.bits_v");
-    b.h = ctx.upload(in.h, "blr.h");
-    b.l = ctx.upload(in.l, "blr.l");
-    b.g = ctx.upload(in.g, "blr.g");
-    b.dh = ctx.upload(std::vector<float>(m, 0.0f), "blr.dh");
-    b.dl = ctx.upload(std::vector<float>(r, 0.0f), "blr.dl");
-    b.dg = ctx.upload(std::vector<float>(n, 0.0f), "blr.dg");
+    b.h = view(layer.scales, layer.segments[3 * p]);
+    b.l = view(layer.scales, layer.segments[3 * p + 1]);
+    b.g = view(layer.scales, layer.segments[3 * p + 2]);
+    b.dh = view(layer.scale_grads, layer.segments[3 * p]);
+    b.dl = view(layer.scale_grads, layer.segments[3 * p + 1]);
+    b.dg = view(layer.scale_grads, layer.segments[3 * p + 2]);
     if (sign_grads) {
       b.g_u = ctx.buffer(std::uint64_t{m} * r * 4, "blr.g_u");
       b.g_v = ctx.buffer(std::uint64_t{n} * r * 4, "blr.g_v");

@@ -18,7 +18,6 @@ static_assert(sizeof(AdamPush) == 48);
 static_assert(sizeof(SumsqPush) == 8);
 static_assert(kSumsqPartials == VKBLR_SUMSQ_PARTIALS);
 
-constexpr std::uint32_t kLiveWords = 2;  // lr, step
 
 // Checks what adam and adam_cat share (n, the four state buffers, the
 // options) and binds them: slots 0 w, 1 g, 2 m1, 3 m2, 6 the live scalars.
@@ -45,7 +44,7 @@ AdamPush adam_push(const char* op, Dispatch& d, const Buffer& w, const Buffer& g
   p.eps = o.eps;
   p.grad_scale = o.grad_scale;
   if (o.live.buffer) {
-    need_bytes(op, "live scalars", *o.live.buffer, (std::uint64_t{o.live.word} + kLiveWords) * 4);
+    need_bytes(op, "live scalars", *o.live.buffer, (std::uint64_t{o.live.word} + kLiveScalarWords) * 4);
     p.live = 1;
     p.live_word = o.live.word;
     d.bind(6, *o.live.buffer, Access::read);
@@ -70,7 +69,7 @@ void check_partials(const char* op, const Buffer& a, std::uint32_t n, const Buff
 
 void write_live_scalars(Buffer& scalars, std::uint32_t word, float lr, std::uint32_t step) {
   require(step >= 1, "write_live_scalars: step = 0 (steps count from 1)");
-  const std::uint32_t words[kLiveWords] = {std::bit_cast<std::uint32_t>(lr), step};
+  const std::uint32_t words[kLiveScalarWords] = {std::bit_cast<std::uint32_t>(lr), step, 0u};
   scalars.write(words, sizeof(words), std::uint64_t{word} * 4);
 }
 

@@ -14,7 +14,9 @@ namespace vkblr::ops {
 // Graph recorded once is replayed with a new step number and learning rate
 // by rewriting two words of a buffer before each replay (no re-recording).
 // Word `word` of `buffer` holds the learning rate (f32 bits), word `word + 1`
-// the step t (u32, counted from 1). The buffer is usually a
+// the step t (u32, counted from 1), word `word + 2` a skip flag: nonzero =
+// the dispatch changes nothing (a trainer's non-finite guard sets it on the
+// GPU when a step's gradients hold NaN/Inf). The buffer is usually a
 // Context::host_buffer written with write_live_scalars while no submitted
 // work that reads it is pending; a device buffer written inside the batch
 // (Recorder::fill / copy) works too. `buffer` null: not live.
@@ -23,9 +25,12 @@ struct LiveScalars {
   std::uint32_t word = 0;
 };
 
-// Stores lr and step in `scalars` at `word` (the layout above) with
-// Buffer::write: a memcpy for a host buffer. Throws Error for step 0 or a
-// range outside the buffer.
+// Words of one live-scalars block: lr, step, skip.
+inline constexpr std::uint32_t kLiveScalarWords = 3;
+
+// Stores lr, step and skip = 0 in `scalars` at `word` (the layout above)
+// with Buffer::write: a memcpy for a host buffer. Throws Error for step 0 or
+// a range outside the buffer.
 void write_live_scalars(Buffer& scalars, std::uint32_t word, float lr, std::uint32_t step);
 
 // Adam's hyperparameters and the step being taken.

@@ -1,0 +1,48 @@
+// Training-step kernels (glsl/mse_grad.comp, finite_guard.comp).
+#include <cmath>
+
+#include "guard.h"
+#include "op_util.hpp"
+#include "train.h"
+#include "vkblr/ops/train.hpp"
+
+namespace vkblr::ops {
+
+using shader::GuardPush;
+using shader::MseGradPush;
+static_assert(sizeof(MseGradPush) == 8 && sizeof(GuardPush) == 8);
+
+Dispatch mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buffer& dy, std::uint32_t n, float scale,
+                  const Buffer& partials) {
+  const char* op = "mse_grad";
+  detail::dim(op, "n", n);
+  detail::need_bytes(op, "y", y, std::uint64_t{n} * 4);
+  detail::need_bytes(op, "target", target, std::uint64_t{n} * 4);
+  detail::need_bytes(op, "dy", dy, std::uint64_t{n} * 4);
+  detail::need_bytes(op, "partials", partials, 64 * 4);
+  require(std::isfinite(scale), "mse_grad: scale = {} is not finite", scale);
+  require(dy.id() != y.id() && dy.id() != target.id(), "mse_grad: dy aliases y or target");
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::mse_grad, op);
+  d.set_push(MseGradPush{n, scale})
+      .bind(0, y, Access::read)
+      .bind(1, target, Access::read)
+      .bind(2, dy, Access::write)
+      .bind(3, partials, Access::write);
+  d.groups = {64, 1, 1};
+  return d;
+}
+
+Dispatch finite_guard(Context& ctx, const Buffer& values, std::uint32_t count, const Buffer& flag,
+                      std::uint32_t flag_word) {
+  const char* op = "finite_guard";
+  detail::dim(op, "count", count);
+  detail::need_bytes(op, "values", values, std::uint64_t{count} * 4);
+  detail::need_bytes(op, "flag", flag, (std::uint64_t{flag_word} + 1) * 4);
+  require(flag.id() != values.id(), "finite_guard: flag is the values buffer");
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::finite_guard, op);
+  d.set_push(GuardPush{count, flag_word}).bind(0, values, Access::read).bind(1, flag, Access::write);
+  d.groups = {1, 1, 1};
+  return d;
+}
+
+}  // namespace vkblr::ops

@@ -1,0 +1,216 @@
+// BlrTrainer: a layer's training step recorded once per batch, replayed.
+#include "vkblr/trainer.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "../ops/op_util.hpp"
+#include "vkblr/ops/optim.hpp"
+#include "vkblr/ops/train.hpp"
+
+namespace vkblr {
+namespace {
+
+// Words of the live-scalars buffer: [sign lr, step, skip, scale lr, step, skip].
+constexpr std::uint32_t kSignWord = 0;
+constexpr std::uint32_t kScaleWord = ops::kLiveScalarWords;
+constexpr std::uint32_t kScalarWords = 2 * ops::kLiveScalarWords;
+
+}  // namespace
+
+struct BlrTrainer::Impl {
+  Context& ctx;
+  BlrLayer& layer;
+  std::uint32_t ntok;
+  BlrTrainerConfig config;
+  BlrShared shared;
+  BlrScratch scratch;
+  Buffer y, dy, dx;
+  Buffer scalars;        // host-visible: the live blocks
+  Buffer loss_partials;  // host-visible: 64 partial sums of (y - target)²
+  Buffer grad_partials;  // sumsq partials of every gradient, checked by the guard
+  Buffer segment_table;  // (offset, length) of every scale vector
+  Buffer mask, floors;   // per scale entry
+  Buffer moment1, moment2;
+  std::vector<SignMatrix> signs;
+  std::vector<Graph> train_graphs, eval_graphs;
+  std::vector<std::pair<const Buffer*, const Buffer*>> train_batches;  // x, target
+  std::uint32_t applied = 0, skipped = 0;
+
+  Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
+      : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
+        shared(c, t, l.m, l.n, l.r), scratch(c, l, shared) {
+    layer.check("BlrTrainer");
+    require(layer.scales && layer.scale_count > 0,
+            "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
+    require(config.loss_norm > 0 && std::isfinite(config.loss_norm), "BlrTrainer: loss_norm = {}", config.loss_norm);
+    y = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.y");
+    dy = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.dy");
+    dx = c.buffer(std::uint64_t{ntok} * l.n * 4, "trainer.dx");
+    scalars = c.host_buffer(kScalarWords * 4, "trainer.scalars");
+    scalars.fill(0);
+    loss_partials = c.host_buffer(64 * 4, "trainer.loss_partials");
+
+    // per-entry mask and relative floor of the scales; padding frozen
+    std::vector<float> mask_h(layer.scale_count, 0.0f), floor_h(layer.scale_count, 0.0f);
+    std::vector<std::uint32_t> table;
+    for (std::size_t s = 0; s < layer.segments.size(); ++s) {
+      const ScaleSegment seg = layer.segments[s];
+      const bool trained = (s % 3 == 0 && config.train_h) || (s % 3 == 1 && config.train_l) ||
+                           (s % 3 == 2 && config.train_g);
+      for (std::uint32_t i = 0; i < seg.length; ++i) {
+        mask_h[seg.offset + i] = trained ? 1.0f : 0.0f;
+        floor_h[seg.offset + i] = config.scale_rel_floor;
+      }
+      table.push_back(seg.offset);
+      table.push_back(seg.length);
+    }
+    mask = c.upload(mask_h, "trainer.mask");
+    floors = c.upload(floor_h, "trainer.floors");
+    segment_table = c.upload(table, "trainer.segments");
+    moment1 = c.upload(std::vector<float>(layer.scale_count, 0.0f), "trainer.adam_m1");
+    moment2 = c.upload(std::vector<float>(layer.scale_count, 0.0f), "trainer.adam_m2");
+
+    // sign matrices in deferred mode with one micro-batch: G lands in the
+    // kept buffers, the guard sees it, then the steps consume it
+    SignInit init = config.sign_init;
+    init.deferred = true;
+    signs.reserve(2 * layer.paths.size());
+    for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+      BlrPath& path = layer.paths[p];
+      signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
+      signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
+      path.g_u = signs[2 * p].kept_gradient().view(0);
+      path.g_v = signs[2 * p + 1].kept_gradient().view(0);
+    }
+    // partials: 64 per scale vector, then 64 per sign gradient
+    const std::uint64_t vectors = layer.segments.size() + signs.size();
+    grad_partials = c.buffer(vectors * ops::kSumsqPartials * 4, "trainer.grad_partials");
+  }
+
+  void record_forward_loss(Recorder& rec, const Buffer& x, const Buffer& target) {
+    blr_forward(rec, ctx, layer, scratch, x, y, ntok);
+    rec.add(ops::mse_grad(ctx, y, target, dy, ntok * layer.m, 1.0f / config.loss_norm, loss_partials));
+  }
+
+  Graph record_train(const Buffer& x, const Buffer& target) {
+    const char* op = "BlrTrainer::add_batch";
+    detail::need_bytes(op, "x", x, std::uint64_t{ntok} * layer.n * 4);
+    detail::need_bytes(op, "target", target, std::uint64_t{ntok} * layer.m * 4);
+    Recorder rec(ctx);
+    rec.fill(layer.scale_grads, 0);
+    record_forward_loss(rec, x, target);
+    BlrBackward backward;
+    backward.gscale = config.gscale;
+    backward.sign_grads = true;
+    backward.accumulate_sign_grads = true;  // into the zeroed kept buffers
+    blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, backward);
+    // the guard: every gradient's sumsq partials, any NaN/Inf skips the step
+    const auto segments = static_cast<std::uint32_t>(layer.segments.size());
+    rec.add(ops::sumsq_cat(ctx, layer.scale_grads, layer.scale_count, segment_table, segments, grad_partials));
+    for (std::size_t s = 0; s < signs.size(); ++s) {
+      const SignMatrix& sm = signs[s];
+      const Buffer part = grad_partials.view((segments + s) * ops::kSumsqPartials * 4, ops::kSumsqPartials * 4);
+      rec.add(ops::sumsq(ctx, sm.kept_gradient(), sm.rows() * sm.r(), part));
+    }
+    const auto partials = static_cast<std::uint32_t>((segments + signs.size()) * ops::kSumsqPartials);
+    rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kSignWord + 2));
+    rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kScaleWord + 2));
+    rec.tag("sign");
+    SignStep sign_step = config.sign_step;
+    sign_step.live = {&scalars, kSignWord};
+    for (SignMatrix& sm : signs) sm.record_step(rec, ctx, sm.kept_gradient(), sign_step);
+    rec.tag("");
+    ops::AdamOptions adam = config.scale_adam;
+    adam.live = {&scalars, kScaleWord};
+    rec.add(ops::adam_cat(ctx, layer.scales, layer.scale_grads, moment1, moment2, mask, floors, layer.scale_count,
+                          adam));
+    return rec.finish();
+  }
+
+  Graph record_eval(const Buffer& x, const Buffer& target) {
+    const char* op = "BlrTrainer::add_eval_batch";
+    detail::need_bytes(op, "x", x, std::uint64_t{ntok} * layer.n * 4);
+    detail::need_bytes(op, "target", target, std::uint64_t{ntok} * layer.m * 4);
+    Recorder rec(ctx);
+    record_forward_loss(rec, x, target);
+    return rec.finish();
+  }
+
+  double read_sq_error() const {
+    const auto p = loss_partials.download<float>(64);
+    double s = 0;
+    for (float v : p) s += v;
+    return s;
+  }
+};
+
+BlrTrainer::BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config)
+    : impl_(std::make_unique<Impl>(ctx, layer, ntok, config)) {}
+BlrTrainer::~BlrTrainer() = default;
+
+std::size_t BlrTrainer::add_batch(const Buffer& x, const Buffer& target) {
+  impl_->train_graphs.push_back(impl_->record_train(x, target));
+  impl_->train_batches.emplace_back(&x, &target);
+  return impl_->train_graphs.size() - 1;
+}
+
+std::size_t BlrTrainer::add_eval_batch(const Buffer& x, const Buffer& target) {
+  impl_->eval_graphs.push_back(impl_->record_eval(x, target));
+  return impl_->eval_graphs.size() - 1;
+}
+
+StepResult BlrTrainer::step(std::size_t batch, float sign_lr, float scale_lr) {
+  Impl& s = *impl_;
+  require(batch < s.train_graphs.size(), "BlrTrainer::step: batch {} of {}", batch, s.train_graphs.size());
+  require(std::isfinite(sign_lr) && std::isfinite(scale_lr), "BlrTrainer::step: learning rates {} and {}", sign_lr,
+          scale_lr);
+  const std::uint32_t t = s.applied + 1;
+  ops::write_live_scalars(s.scalars, kSignWord, sign_lr, t);
+  ops::write_live_scalars(s.scalars, kScaleWord, scale_lr, t);
+  if (s.config.record_every_step) {
+    s.train_graphs[batch] = s.record_train(*s.train_batches[batch].first, *s.train_batches[batch].second);
+  }
+  s.train_graphs[batch].run();
+  std::uint32_t skip = 0;
+  s.scalars.read(&skip, 4, (kSignWord + 2) * 4);
+  StepResult r;
+  r.applied = skip == 0;
+  r.step = t;
+  r.sq_error = s.read_sq_error();
+  r.loss = 0.5 * r.sq_error / s.config.loss_norm;
+  if (r.applied) {
+    ++s.applied;
+  } else {
+    ++s.skipped;
+  }
+  return r;
+}
+
+double BlrTrainer::eval(std::size_t batch) {
+  Impl& s = *impl_;
+  require(batch < s.eval_graphs.size(), "BlrTrainer::eval: batch {} of {}", batch, s.eval_graphs.size());
+  s.eval_graphs[batch].run();
+  return s.read_sq_error();
+}
+
+std::uint32_t BlrTrainer::steps() const noexcept { return impl_->applied; }
+std::uint32_t BlrTrainer::skipped() const noexcept { return impl_->skipped; }
+std::vector<SignMatrix>& BlrTrainer::signs() noexcept { return impl_->signs; }
+
+std::vector<std::pair<std::string, Buffer*>> BlrTrainer::state() {
+  Impl& s = *impl_;
+  std::vector<std::pair<std::string, Buffer*>> out{{"scales.adam_m1", &s.moment1}, {"scales.adam_m2", &s.moment2}};
+  for (std::size_t i = 0; i < s.signs.size(); ++i) {
+    const std::string prefix = std::format("path{}.{}.", i / 2, i % 2 == 0 ? "u" : "v");
+    for (auto& [name, buffer] : s.signs[i].state()) out.emplace_back(prefix + name, buffer);
+  }
+  return out;
+}
+
+void BlrTrainer::set_steps(std::uint32_t applied, std::uint32_t skipped) {
+  impl_->applied = applied;
+  impl_->skipped = skipped;
+}
+
+}  // namespace vkblr

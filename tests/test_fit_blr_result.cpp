@@ -1,0 +1,183 @@
+// The result file of vkblr-fit: round trips (F16 and F32 scales, bits
+// exact, metadata), the file as the format describes it, and a clear
+// refusal of each kind of bad file.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "support/blr_ref.hpp"
+#include "support/fit_files.hpp"
+#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/safetensors.hpp"
+#include "vkblr/half.hpp"
+
+using namespace vkblr::fit;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+BlrResult sample_result(ScaleDtype dtype) {
+  const LayerShape shape{48, 80, 64, 2};
+  BlrResult r;
+  r.shape = shape;
+  r.scale_dtype = dtype;
+  r.paths = vkt::random_layer(shape.m, shape.n, shape.rank, shape.paths, 7).init();
+  r.tool_version = "vkblr-fit 0.1.0";
+  r.command_line = {"vkblr-fit", "--bpw", "1.0", "--out", "a file with spaces.safetensors", "--note=\"quoted\""};
+  return r;
+}
+
+struct StoredTensor {
+  TensorInfo info;
+  std::vector<std::byte> bytes;
+};
+
+// Copies the safetensors file `from` to `to`, with `edit` applied to its
+// tensors and metadata first.
+void rewrite(const std::string& from, const std::string& to,
+             const std::function<void(std::vector<StoredTensor>&, std::map<std::string, std::string>&)>& edit) {
+  SafetensorsReader reader(from);
+  std::vector<StoredTensor> tensors;
+  for (const TensorInfo& t : reader.tensors()) tensors.push_back({t, reader.read_bytes(t)});
+  auto metadata = reader.metadata();
+  edit(tensors, metadata);
+  SafetensorsWriter writer;
+  for (const auto& t : tensors) writer.add_bytes(t.info.name, t.info.dtype, t.info.shape, t.bytes);
+  for (const auto& [k, v] : metadata) writer.set_metadata(k, v);
+  writer.write(to);
+}
+
+}  // namespace
+
+TEST_CASE("blr result: round trip with F16 and F32 scales", "[fit]") {
+  vkt::TempDir dir;
+  for (const ScaleDtype dtype : {ScaleDtype::f16, ScaleDtype::f32}) {
+    INFO(scale_dtype_name(dtype));
+    const std::string path = dir.file("layer.safetensors");
+    const BlrResult written = sample_result(dtype);
+    write_blr_result(path, written);
+    const BlrResult read = read_blr_result(path);
+    CHECK(read.shape == written.shape);
+    CHECK(read.scale_dtype == dtype);
+    CHECK(read.tool_version == written.tool_version);
+    CHECK(read.command_line == written.command_line);
+    REQUIRE(read.paths.size() == 2);
+    for (std::size_t p = 0; p < 2; ++p) {
+      CHECK(read.paths[p].bits_u == written.paths[p].bits_u);
+      CHECK(read.paths[p].bits_v == written.paths[p].bits_v);
+      const auto stored = [&](const std::vector<float>& v) {
+        if (dtype == ScaleDtype::f32) return v;
+        return vkblr::from_f16(vkblr::to_f16(v));
+      };
+      CHECK(read.paths[p].h == stored(written.paths[p].h));
+      CHECK(read.paths[p].l == stored(written.paths[p].l));
+      CHECK(read.paths[p].g == stored(written.paths[p].g));
+    }
+  }
+}
+
+TEST_CASE("blr result: the file holds what the format describes", "[fit]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("layer.safetensors");
+  const BlrResult written = sample_result(ScaleDtype::f16);
+  write_blr_result(path, written);
+  SafetensorsReader reader(path);
+  CHECK(reader.tensors().size() == 10);
+  CHECK(reader.tensor("path1.bits_u").describe() == "path1.bits_u U32 [48, 2]");
+  CHECK(reader.tensor("path1.bits_v").describe() == "path1.bits_v U32 [80, 2]");
+  CHECK(reader.tensor("path0.h").describe() == "path0.h F16 [48]");
+  CHECK(reader.tensor("path0.l").describe() == "path0.l F16 [64]");
+  CHECK(reader.tensor("path0.g").describe() == "path0.g F16 [80]");
+  CHECK(reader.read_u32(reader.tensor("path1.bits_u")) == written.paths[1].bits_u);
+  const auto& md = reader.metadata();
+  CHECK(md.at("format") == "vkblr-blr");
+  CHECK(md.at("format_version") == "1");
+  CHECK(md.at("m") == "48");
+  CHECK(md.at("n") == "80");
+  CHECK(md.at("rank") == "64");
+  CHECK(md.at("paths") == "2");
+  CHECK(md.at("scale_dtype") == "F16");
+  CHECK(std::stod(md.at("bpw")) == bits_per_weight(written.shape, ScaleDtype::f16).total);
+  CHECK(md.at("tool_version") == "vkblr-fit 0.1.0");
+  CHECK_THAT(md.at("command_line"), ContainsSubstring(R"("a file with spaces.safetensors")"));
+}
+
+TEST_CASE("blr result: layers that cannot be stored are refused", "[fit]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("layer.safetensors");
+  BlrResult r = sample_result(ScaleDtype::f16);
+  r.paths[1].g[3] = 1e6f;
+  CHECK_THAT(vkt::error_of([&] { write_blr_result(path, r); }),
+             ContainsSubstring("scale g[3] of path 1 = 1e+06 overflows f16") && ContainsSubstring("F32"));
+  r.scale_dtype = ScaleDtype::f32;
+  write_blr_result(path, r);  // fine in F32
+  r.paths[0].l[5] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THAT(vkt::error_of([&] { write_blr_result(path, r); }),
+             ContainsSubstring("scale l[5] of path 0 is nan") && ContainsSubstring(path));
+  r = sample_result(ScaleDtype::f16);
+  r.paths[0].bits_v.pop_back();
+  CHECK_THAT(vkt::error_of([&] { write_blr_result(path, r); }), ContainsSubstring("path 0 bits_v has 159 values"));
+  r = sample_result(ScaleDtype::f16);
+  r.shape.rank = 40;
+  CHECK_THAT(vkt::error_of([&] { write_blr_result(path, r); }), ContainsSubstring("rank 40"));
+  CHECK(dir.entries() == std::vector<std::string>{"layer.safetensors"});
+}
+
+TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]") {
+  vkt::TempDir dir;
+  const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
+  write_blr_result(good, sample_result(ScaleDtype::f16));
+  using Tensors = std::vector<StoredTensor>;
+  using Metadata = std::map<std::string, std::string>;
+  const auto refusal = [&](const std::function<void(Tensors&, Metadata&)>& edit) {
+    rewrite(good, bad, edit);
+    const std::string message = vkt::error_of([&] { read_blr_result(bad); });
+    CHECK_THAT(message, ContainsSubstring(bad));
+    return message;
+  };
+
+  CHECK_THAT(vkt::error_of([&] { read_blr_result(dir.file("absent.safetensors")); }), ContainsSubstring("cannot open"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md.erase("format"); }), ContainsSubstring("metadata 'format' is missing"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["format"] = "other"; }),
+             ContainsSubstring("not a vkblr-fit result"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["format_version"] = "2"; }),
+             ContainsSubstring("format version '2'; this build reads version 1"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["m"] = "48x"; }), ContainsSubstring("'m' = '48x' is not a u32"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["rank"] = "48"; }), ContainsSubstring("rank 48"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["scale_dtype"] = "BF16"; }),
+             ContainsSubstring("'scale_dtype' = 'BF16'"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["bpw"] = "0.5"; }), ContainsSubstring("metadata 'bpw' = '0.5'"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["command_line"] = "vkblr-fit --bpw 1"; }),
+             ContainsSubstring("'command_line' is not a JSON array"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) { std::erase_if(t, [](auto& x) { return x.info.name == "path1.g"; }); }),
+             ContainsSubstring("no tensor 'path1.g'") && ContainsSubstring("path1.l F16 [64]"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) {
+               t.push_back({{"path2.h", Dtype::F16, {48}, 0, 0}, std::vector<std::byte>(96)});
+             }),
+             ContainsSubstring("unexpected tensor 'path2.h'"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) {
+               for (auto& x : t) {
+                 if (x.info.name == "path0.h") x.info.dtype = Dtype::BF16;
+               }
+             }),
+             ContainsSubstring("tensor path0.h BF16 [48], want path0.h F16 [48]"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) {
+               for (auto& x : t) {
+                 if (x.info.name == "path0.bits_u") x.info.shape = {96, 1};
+               }
+             }),
+             ContainsSubstring("tensor path0.bits_u U32 [96, 1], want path0.bits_u U32 [48, 2]"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) {
+               for (auto& x : t) {
+                 if (x.info.name == "path1.l") {
+                   const std::uint16_t inf = 0x7c00;
+                   std::memcpy(x.bytes.data() + 6, &inf, 2);
+                 }
+               }
+             }),
+             ContainsSubstring("scale l[3] of path 1 is inf"));
+}

@@ -1,0 +1,288 @@
+// BlrTrainer: a whole training step as one replayed Graph. Signs learn on a
+// planted problem with every optimizer; a replayed graph equals separately
+// recorded steps; one submit per step; a NaN step is skipped and reported.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "support/blr_ref.hpp"
+#include "support/gpu.hpp"
+#include "vkblr/profiler.hpp"
+#include "vkblr/trainer.hpp"
+
+using namespace vkblr;
+
+namespace {
+
+constexpr std::uint32_t kM = 64, kN = 96, kR = 32, kTok = 256;
+
+// Flips a fraction of the signs of a host layer (seeded).
+vkt::HostLayer with_noisy_signs(vkt::HostLayer L, double fraction, std::uint64_t seed) {
+  vkt::Rng rng(seed);
+  for (auto& p : L.paths) {
+    for (auto& s : p.su) s = (static_cast<double>(rng.next() >> 11) / 9007199254740992.0 < fraction) ? -s : s;
+    for (auto& s : p.sv) s = (static_cast<double>(rng.next() >> 11) / 9007199254740992.0 < fraction) ? -s : s;
+  }
+  return L;
+}
+
+// The planted layer's outputs on x, computed on the device.
+Buffer planted_target(Context& ctx, const vkt::HostLayer& planted, const Buffer& x) {
+  BlrLayer layer = make_blr_layer(ctx, planted.m, planted.n, planted.r, planted.init(), false);
+  BlrShared shared(ctx, kTok, planted.m, planted.n, planted.r);
+  BlrScratch scratch(ctx, layer, shared);
+  Buffer y = ctx.buffer(std::size_t{kTok} * planted.m * 4);
+  Recorder rec(ctx);
+  blr_forward(rec, ctx, layer, scratch, x, y, kTok);
+  rec.run();
+  return y;
+}
+
+// Fraction of planted signs recovered, per rank column up to the joint flip
+// of S_U[:,k] and S_V[:,k] (which leaves Ŵ unchanged).
+double recovered(const vkt::HostLayer& planted, const BlrLayer& layer) {
+  std::size_t right = 0, total = 0;
+  for (std::size_t p = 0; p < planted.paths.size(); ++p) {
+    const auto bu = layer.paths[p].bits_u.download<std::uint32_t>();
+    const auto bv = layer.paths[p].bits_v.download<std::uint32_t>();
+    const std::uint32_t words = kR / 32;
+    for (std::uint32_t k = 0; k < kR; ++k) {
+      std::size_t same = 0;
+      auto bit = [&](const std::vector<std::uint32_t>& b, std::uint32_t row) {
+        return ((b[row * words + k / 32] >> (k % 32)) & 1u) ? 1.0f : -1.0f;
+      };
+      for (std::uint32_t i = 0; i < kM; ++i) same += bit(bu, i) == planted.paths[p].su[i * kR + k];
+      for (std::uint32_t j = 0; j < kN; ++j) same += bit(bv, j) == planted.paths[p].sv[j * kR + k];
+      right += std::max(same, std::size_t{kM + kN} - same);
+      total += kM + kN;
+    }
+  }
+  return static_cast<double>(right) / static_cast<double>(total);
+}
+
+// A planted layer, Gaussian inputs in kBatches training batches and one
+// held-out batch, and the planted outputs as targets.
+constexpr int kBatches = 8;
+
+struct Planted {
+  vkt::HostLayer truth;
+  std::vector<Buffer> x, target;
+  Buffer x_eval, target_eval;
+  double target_sq = 0, eval_sq = 0;
+};
+
+Planted make_planted(Context& ctx, std::uint64_t seed) {
+  Planted p;
+  p.truth = vkt::random_layer(kM, kN, kR, 1, seed);
+  vkt::Rng rng(seed + 7);
+  auto gaussian = [&] {
+    std::vector<float> v(std::size_t{kTok} * kN);
+    for (auto& e : v) e = static_cast<float>(rng.normal());
+    return ctx.upload(v);
+  };
+  for (int b = 0; b < kBatches; ++b) {
+    p.x.push_back(gaussian());
+    p.target.push_back(planted_target(ctx, p.truth, p.x.back()));
+  }
+  p.x_eval = gaussian();
+  p.target_eval = planted_target(ctx, p.truth, p.x_eval);
+  for (float v : p.target[0].download<float>()) p.target_sq += double(v) * v;
+  for (float v : p.target_eval.download<float>()) p.eval_sq += double(v) * v;
+  return p;
+}
+
+// Scales frozen at the planted values: the signs alone must learn. The
+// loss is the relative squared error of a batch; the sign gradients are
+// brought back to the scale of the raw squared error (grad_scale), where
+// bop's threshold tau = 1 and Adam's eps = 10 sit between the gradients of
+// wrong signs and the chance correlations of right ones (with eps that
+// large, Adam's step grows with the gradient instead of being the same for
+// every sign, which is what lets it tell them apart).
+BlrTrainerConfig frozen_scales(SignOpt opt, double target_sq) {
+  BlrTrainerConfig c;
+  c.sign_init.opt = opt;
+  c.sign_init.tau = opt == SignOpt::bop ? 1.0f : 0.25f;
+  c.train_h = c.train_l = c.train_g = false;
+  c.loss_norm = static_cast<float>(target_sq);
+  c.sign_step.grad_scale = static_cast<float>(target_sq);
+  c.sign_step.eps = 10.0f;
+  c.sign_step.clamp = 1.0f;
+  return c;
+}
+
+}  // namespace
+
+GPU_TEST("signs learn a planted layer with every optimizer", "[trainer][sign]") {
+  const SignOpt opt = GENERATE(SignOpt::adam, SignOpt::fact, SignOpt::bop);
+  const Planted planted = make_planted(ctx, 11);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.02, 12);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainer trainer(ctx, layer, kTok, frozen_scales(opt, planted.target_sq));
+  for (int b = 0; b < kBatches; ++b) trainer.add_batch(planted.x[b], planted.target[b]);
+  const std::size_t eval = trainer.add_eval_batch(planted.x_eval, planted.target_eval);
+  const double before = trainer.eval(eval) / planted.eval_sq;
+  const double recovered_before = recovered(planted.truth, layer);
+  const int steps = 160;
+  for (int s = 0; s < steps; ++s) {
+    const float lr = 0.05f * 0.5f * (1.0f + std::cos(3.14159265f * static_cast<float>(s) / steps));  // cosine
+    trainer.step(static_cast<std::size_t>(s % kBatches), lr, 0.0f);
+  }
+  const double after = trainer.eval(eval) / planted.eval_sq;
+  const double recovered_after = recovered(planted.truth, layer);
+  INFO(to_string(opt) << ": held-out relative squared error " << before << " -> " << after << ", signs "
+                      << recovered_before << " -> " << recovered_after);
+  CHECK(recovered_before < 0.99);  // the test starts where it can fail
+  CHECK(recovered_after >= 0.99);
+  CHECK(after < 1e-2);
+  CHECK(trainer.steps() == static_cast<std::uint32_t>(steps));
+  CHECK(trainer.skipped() == 0);
+}
+
+GPU_TEST("a replayed step graph equals steps recorded anew, one submit per step", "[trainer][recorder]") {
+  const Planted planted = make_planted(ctx, 21);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 22);
+  auto run = [&](bool rerecord, std::uint64_t* submits) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;  // Adam on the scales too
+    c.sign_step.flip_budget = 0.01f;
+    c.record_every_step = rerecord;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    for (int b = 0; b < 3; ++b) trainer.add_batch(planted.x[b], planted.target[b]);
+    const std::uint64_t before = ctx.profiler().counters().submits;
+    for (int s = 0; s < 10; ++s) trainer.step(static_cast<std::size_t>(s % 3), 0.02f, 1e-3f);
+    *submits = ctx.profiler().counters().submits - before;
+    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
+    for (const BlrPath& p : layer.paths) {
+      for (const Buffer* b : {&p.bits_u, &p.bits_v}) {
+        const auto v = b->download<std::uint32_t>();
+        out.insert(out.end(), v.begin(), v.end());
+      }
+    }
+    for (auto& [name, buffer] : trainer.state()) {
+      const auto v = buffer->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  std::uint64_t replay_submits = 0, rerecord_submits = 0;
+  const auto replayed = run(false, &replay_submits);
+  const auto rerecorded = run(true, &rerecord_submits);
+  CHECK(replay_submits == 10);  // one submit per step
+  CHECK(vkt::count_bit_diffs(replayed, rerecorded) == 0);
+}
+
+GPU_TEST("a step with NaN in its gradients is skipped, reported, and changes nothing", "[trainer]") {
+  const Planted planted = make_planted(ctx, 31);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, with_noisy_signs(planted.truth, 0.05, 32).init(), false);
+  BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+  c.train_h = c.train_l = c.train_g = true;
+  BlrTrainer trainer(ctx, layer, kTok, c);
+  const std::size_t good = trainer.add_batch(planted.x[0], planted.target[0]);
+  auto x = planted.x[1].download<float>();
+  x[5 * kN + 7] = std::numeric_limits<float>::quiet_NaN();
+  Buffer bad_x = ctx.upload(x);
+  const std::size_t bad = trainer.add_batch(bad_x, planted.target[1]);
+  CHECK(trainer.step(good, 0.02f, 1e-3f).applied);
+  auto snapshot = [&] {
+    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
+    for (const Buffer* b : {&layer.paths[0].bits_u, &layer.paths[0].bits_v}) {
+      const auto v = b->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    for (auto& [name, buffer] : trainer.state()) {
+      const auto v = buffer->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  const auto before = snapshot();
+  const StepResult r = trainer.step(bad, 0.02f, 1e-3f);
+  CHECK_FALSE(r.applied);
+  CHECK(r.step == 2);
+  CHECK(trainer.steps() == 1);
+  CHECK(trainer.skipped() == 1);
+  CHECK(vkt::count_bit_diffs(snapshot(), before) == 0);
+  // the next good step takes the step number the skipped one did not use
+  const StepResult next = trainer.step(good, 0.02f, 1e-3f);
+  CHECK(next.applied);
+  CHECK(next.step == 2);
+}
+
+GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches ≈ one batch", "[trainer][sign]") {
+  const std::uint32_t ntok = 128, half = 64;
+  const auto host = vkt::random_layer(kM, kN, kR, 1, 41);
+  const auto x = vkt::random_floats(std::size_t{ntok} * kN, 42, 1.0f);
+  const auto dy = vkt::random_floats(std::size_t{ntok} * kM, 43, 1e-2f);
+  Buffer bx = ctx.upload(x), bdy = ctx.upload(dy);
+  SignInit init;
+  init.opt = SignOpt::adam;
+  SignStep step;
+  step.lr = 0.3f;  // large enough that some signs flip
+  // immediate: G overwritten, then the step
+  BlrLayer a = make_blr_layer(ctx, kM, kN, kR, host.init(), true);
+  SignMatrix au(ctx, a.paths[0].bits_u, kM, kR, init, 0), av(ctx, a.paths[0].bits_v, kN, kR, init, 1);
+  // deferred: G accumulated into the kept buffers (zeroed), then the step
+  init.deferred = true;
+  BlrLayer b = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
+  SignMatrix bu(ctx, b.paths[0].bits_u, kM, kR, init, 0), bv(ctx, b.paths[0].bits_v, kN, kR, init, 1);
+  b.paths[0].g_u = bu.kept_gradient().view(0);
+  b.paths[0].g_v = bv.kept_gradient().view(0);
+  BlrShared shared(ctx, ntok, kM, kN, kR);
+  BlrScratch sa(ctx, a, shared), sb(ctx, b, shared);
+  Buffer ya = ctx.buffer(std::size_t{ntok} * kM * 4), dxa = ctx.buffer(std::size_t{ntok} * kN * 4);
+  {
+    Recorder rec(ctx);
+    blr_forward(rec, ctx, a, sa, bx, ya, ntok);
+    blr_backward(rec, ctx, a, sa, bx, bdy, dxa, ntok);
+    au.record_step(rec, ctx, a.paths[0].g_u, step);
+    av.record_step(rec, ctx, a.paths[0].g_v, step);
+    blr_forward(rec, ctx, b, sb, bx, ya, ntok);
+    BlrBackward o;
+    o.accumulate_sign_grads = true;
+    blr_backward(rec, ctx, b, sb, bx, bdy, dxa, ntok, o);
+    bu.record_step(rec, ctx, bu.kept_gradient(), step);
+    bv.record_step(rec, ctx, bv.kept_gradient(), step);
+    rec.run();
+  }
+  CHECK(au.telemetry(ctx).flips > 0);
+  for (auto [p, q] : {std::pair{&a.paths[0].bits_u, &b.paths[0].bits_u}, std::pair{&a.paths[0].bits_v, &b.paths[0].bits_v}}) {
+    CHECK(vkt::count_bit_diffs(p->download<std::uint32_t>(), q->download<std::uint32_t>()) == 0);
+  }
+  // the same optimizer state (the deferred matrix also lists its kept gradient)
+  auto sb_state = bu.state();
+  for (auto& [name, buffer] : au.state()) {
+    INFO(name);
+    const auto other = std::find_if(sb_state.begin(), sb_state.end(), [&](const auto& e) { return e.first == name; });
+    REQUIRE(other != sb_state.end());
+    CHECK(vkt::count_bit_diffs(buffer->download<std::uint32_t>(), other->second->download<std::uint32_t>()) == 0);
+  }
+
+  // two micro-batches of 64 tokens accumulate what one batch of 128 forms
+  BlrLayer c = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
+  SignMatrix cu(ctx, c.paths[0].bits_u, kM, kR, init, 0), cv(ctx, c.paths[0].bits_v, kN, kR, init, 1);
+  c.paths[0].g_u = cu.kept_gradient().view(0);
+  c.paths[0].g_v = cv.kept_gradient().view(0);
+  BlrShared shared_half(ctx, half, kM, kN, kR);
+  BlrScratch sc(ctx, c, shared_half);
+  Buffer dxc = ctx.buffer(std::size_t{half} * kN * 4), yc = ctx.buffer(std::size_t{half} * kM * 4);
+  {
+    Recorder rec(ctx);
+    BlrBackward o;
+    o.accumulate_sign_grads = true;
+    for (std::uint32_t part = 0; part < 2; ++part) {
+      const Buffer xs = bx.view(std::uint64_t{part} * half * kN * 4, std::uint64_t{half} * kN * 4);
+      const Buffer dys = bdy.view(std::uint64_t{part} * half * kM * 4, std::uint64_t{half} * kM * 4);
+      blr_forward(rec, ctx, c, sc, xs, yc, half);
+      blr_backward(rec, ctx, c, sc, xs, dys, dxc, half, o);
+    }
+    rec.run();
+  }
+  const auto want = vkt::host_blr(host, x, dy, ntok);
+  // f16 operands and f32 sums in another order: the tolerance of the sign
+  // gradients against f64 (3e-3) holds for both
+  CHECK(vkt::rel_error(cu.kept_gradient().download<float>(), want.paths[0].gu) < 3e-3);
+  CHECK(vkt::rel_error(cv.kept_gradient().download<float>(), want.paths[0].gv) < 3e-3);
+}

@@ -1,0 +1,143 @@
+#include "vkblr-fit/blr_result.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <format>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/safetensors.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/half.hpp"
+
+namespace vkblr::fit {
+namespace {
+
+constexpr std::string_view kFormat = "vkblr-blr";
+
+std::string tensor_name(std::size_t path, const char* field) { return std::format("path{}.{}", path, field); }
+
+void check_scales_storable(const std::string& file, const BlrResult& result) {
+  for (std::size_t p = 0; p < result.paths.size(); ++p) {
+    const BlrPathInit& path = result.paths[p];
+    for (const auto& [field, values] : {std::pair{"h", &path.h}, std::pair{"l", &path.l}, std::pair{"g", &path.g}}) {
+      for (std::size_t i = 0; i < values->size(); ++i) {
+        const float v = (*values)[i];
+        require(std::isfinite(v), "{}: scale {}[{}] of path {} is {}: every scale must be finite", file, field, i, p, v);
+        require(result.scale_dtype != ScaleDtype::f16 || std::isfinite(f16_to_f32(f32_to_f16(v))),
+                "{}: scale {}[{}] of path {} = {} overflows f16: store F32 scales", file, field, i, p, v);
+      }
+    }
+  }
+}
+
+std::string metadata_value(const SafetensorsReader& reader, const std::string& key) {
+  const auto it = reader.metadata().find(key);
+  require(it != reader.metadata().end(), "{}: metadata '{}' is missing", reader.path(), key);
+  return it->second;
+}
+
+std::uint32_t metadata_u32(const SafetensorsReader& reader, const std::string& key) {
+  const std::string text = metadata_value(reader, key);
+  std::uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  require(ec == std::errc{} && end == text.data() + text.size(), "{}: metadata '{}' = '{}' is not a u32",
+          reader.path(), key, text);
+  return value;
+}
+
+}  // namespace
+
+void write_blr_result(const std::string& path, const BlrResult& result) {
+  const std::string context = "writing " + path;
+  check_layer_shape(result.shape, context);
+  check_path_sizes(result.shape, result.paths, context);
+  check_scales_storable(path, result);
+  const LayerShape& s = result.shape;
+  SafetensorsWriter writer;
+  const std::uint64_t words = s.rank / 32;
+  for (std::size_t p = 0; p < result.paths.size(); ++p) {
+    const BlrPathInit& path_init = result.paths[p];
+    writer.add_u32(tensor_name(p, "bits_u"), {s.m, words}, path_init.bits_u);
+    writer.add_u32(tensor_name(p, "bits_v"), {s.n, words}, path_init.bits_v);
+    for (const auto& [field, values] : {std::pair{"h", &path_init.h}, std::pair{"l", &path_init.l},
+                                        std::pair{"g", &path_init.g}}) {
+      if (result.scale_dtype == ScaleDtype::f16) {
+        writer.add_f16(tensor_name(p, field), {values->size()}, *values);
+      } else {
+        writer.add_f32(tensor_name(p, field), {values->size()}, *values);
+      }
+    }
+  }
+  writer.set_metadata("format", std::string(kFormat));
+  writer.set_metadata("format_version", std::to_string(kBlrResultFormatVersion));
+  writer.set_metadata("m", std::to_string(s.m));
+  writer.set_metadata("n", std::to_string(s.n));
+  writer.set_metadata("rank", std::to_string(s.rank));
+  writer.set_metadata("paths", std::to_string(s.paths));
+  writer.set_metadata("scale_dtype", std::string(scale_dtype_name(result.scale_dtype)));
+  writer.set_metadata("bpw", std::format("{}", bits_per_weight(s, result.scale_dtype).total));
+  writer.set_metadata("tool_version", result.tool_version);
+  writer.set_metadata("command_line", nlohmann::json(result.command_line).dump());
+  writer.write(path);
+}
+
+BlrResult read_blr_result(const std::string& path) {
+  SafetensorsReader reader(path);
+  const std::string format = metadata_value(reader, "format");
+  require(format == kFormat, "{}: not a vkblr-fit result (metadata 'format' is '{}', want '{}')", path, format,
+          kFormat);
+  const std::string version = metadata_value(reader, "format_version");
+  require(version == std::to_string(kBlrResultFormatVersion),
+          "{}: result format version '{}'; this build reads version {}", path, version, kBlrResultFormatVersion);
+
+  BlrResult result;
+  result.shape = {metadata_u32(reader, "m"), metadata_u32(reader, "n"), metadata_u32(reader, "rank"),
+                  metadata_u32(reader, "paths")};
+  check_layer_shape(result.shape, path);
+  const std::string scale_dtype_text = metadata_value(reader, "scale_dtype");
+  require(scale_dtype_text == "F16" || scale_dtype_text == "F32", "{}: metadata 'scale_dtype' = '{}', want F16 or F32",
+          path, scale_dtype_text);
+  result.scale_dtype = scale_dtype_text == "F16" ? ScaleDtype::f16 : ScaleDtype::f32;
+  const std::string recorded_bpw = metadata_value(reader, "bpw");
+  const std::string actual_bpw = std::format("{}", bits_per_weight(result.shape, result.scale_dtype).total);
+  require(recorded_bpw == actual_bpw, "{}: metadata 'bpw' = '{}' but its layer takes {} bpw", path, recorded_bpw,
+          actual_bpw);
+  result.tool_version = metadata_value(reader, "tool_version");
+  try {
+    result.command_line = nlohmann::json::parse(metadata_value(reader, "command_line")).get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: metadata 'command_line' is not a JSON array of strings: {}", path, e.what());
+  }
+
+  const LayerShape& s = result.shape;
+  const Dtype stored_scale_dtype = result.scale_dtype == ScaleDtype::f16 ? Dtype::F16 : Dtype::F32;
+  std::set<std::string> expected;
+  const auto take = [&](std::size_t p, const char* field, Dtype dtype, std::vector<std::uint64_t> shape) {
+    const std::string name = tensor_name(p, field);
+    expected.insert(name);
+    const TensorInfo& t = reader.tensor(name);
+    const TensorInfo want{name, dtype, std::move(shape)};
+    require(t.dtype == want.dtype && t.shape == want.shape, "{}: tensor {}, want {}", path, t.describe(),
+            want.describe());
+    return &t;
+  };
+  const std::uint64_t words = s.rank / 32;
+  for (std::size_t p = 0; p < s.paths; ++p) {
+    BlrPathInit path_init;
+    path_init.bits_u = reader.read_u32(*take(p, "bits_u", Dtype::U32, {s.m, words}));
+    path_init.bits_v = reader.read_u32(*take(p, "bits_v", Dtype::U32, {s.n, words}));
+    path_init.h = reader.read_f32(*take(p, "h", stored_scale_dtype, {s.m}));
+    path_init.l = reader.read_f32(*take(p, "l", stored_scale_dtype, {s.rank}));
+    path_init.g = reader.read_f32(*take(p, "g", stored_scale_dtype, {s.n}));
+    result.paths.push_back(std::move(path_init));
+  }
+  for (const TensorInfo& t : reader.tensors()) {
+    require(expected.contains(t.name), "{}: unexpected tensor '{}' in a {}-path result", path, t.name, s.paths);
+  }
+  check_scales_storable(path, result);
+  return result;
+}
+
+}  // namespace vkblr::fit

@@ -1,0 +1,48 @@
+// blr_result.hpp — the result file of vkblr-fit: a trained blr layer as a
+// safetensors file.
+//
+// Tensors, per path p in [0, P):
+//   path{p}.bits_u  U32 [m][r/32]   S_U (sign_bits.hpp layout)
+//   path{p}.bits_v  U32 [n][r/32]   S_V
+//   path{p}.h       F16|F32 [m]
+//   path{p}.l       F16|F32 [r]
+//   path{p}.g       F16|F32 [n]
+// Metadata (strings): format "vkblr-blr", format_version "1", m, n, rank,
+// paths (decimal), scale_dtype "F16"|"F32", bpw (bits_per_weight's total,
+// shortest round-trip decimal), tool_version, command_line (a JSON array of
+// the arguments).
+//
+// F16 scales are the f32 values rounded to nearest even: a loaded layer is
+// the stored one, and its bpw counts what is stored.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/blr.hpp"
+
+namespace vkblr::fit {
+
+inline constexpr int kBlrResultFormatVersion = 1;
+
+struct BlrResult {
+  LayerShape shape;
+  ScaleDtype scale_dtype = ScaleDtype::f16;
+  std::vector<BlrPathInit> paths;  // shape.paths entries
+  std::string tool_version;
+  std::vector<std::string> command_line;
+};
+
+// Writes `result` to `path` atomically. Throws vkblr::Error for a bad shape,
+// paths that do not fit it, a non-finite scale, or an F16 scale that
+// overflows f16 (the message names path, field and value).
+void write_blr_result(const std::string& path, const BlrResult& result);
+
+// Reads and validates a result file: format and version, the metadata's
+// numbers, exactly the tensors above with their dtypes and shapes, finite
+// scales, the recorded bpw equal to the recomputed one. Throws vkblr::Error
+// naming the file and what is wrong.
+BlrResult read_blr_result(const std::string& path);
+
+}  // namespace vkblr::fit

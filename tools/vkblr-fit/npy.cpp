@@ -1,0 +1,202 @@
+#include "vkblr-fit/npy.hpp"
+
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "vkblr-fit/binary_file.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/half.hpp"
+
+static_assert(std::endian::native == std::endian::little, "npy '<' data is read as native: a port needs byte swaps");
+
+namespace vkblr::fit {
+namespace {
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+
+// A value of the header dict: a string, a bool, or a tuple of integers.
+using HeaderValue = std::variant<std::string, bool, std::vector<std::uint64_t>>;
+
+// Parses the dict literal that numpy writes: {'key': value, ...} with
+// values 'string', True/False or (int, ...). Throws naming the file.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+
+  std::map<std::string, HeaderValue> dict() {
+    std::map<std::string, HeaderValue> out;
+    expect('{');
+    while (!accept('}')) {
+      std::string key = quoted();
+      expect(':');
+      out[key] = value();
+      if (!accept(',')) {
+        expect('}');
+        break;
+      }
+    }
+    skip_space();
+    require(pos_ == text_.size(), "{}: bad .npy header: text after the dict: {}", path_, text_);
+    return out;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool accept(char c) {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    require(accept(c), "{}: bad .npy header: expected '{}' at column {}: {}", path_, c, pos_, text_);
+  }
+  std::string quoted() {
+    skip_space();
+    require(pos_ < text_.size() && (text_[pos_] == '\'' || text_[pos_] == '"'),
+            "{}: bad .npy header: expected a string at column {}: {}", path_, pos_, text_);
+    const char quote = text_[pos_++];
+    const std::size_t close = text_.find(quote, pos_);
+    require(close != std::string_view::npos, "{}: bad .npy header: unterminated string: {}", path_, text_);
+    std::string s(text_.substr(pos_, close - pos_));
+    pos_ = close + 1;
+    return s;
+  }
+  std::uint64_t integer() {
+    skip_space();
+    const std::size_t start = pos_;
+    std::uint64_t v = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      const auto digit = static_cast<std::uint64_t>(text_[pos_++] - '0');
+      require(v <= (std::numeric_limits<std::uint64_t>::max() - digit) / 10, "{}: bad .npy header: a dimension overflows: {}",
+              path_, text_);
+      v = v * 10 + digit;
+    }
+    require(pos_ > start, "{}: bad .npy header: expected a non-negative integer at column {}: {}", path_, start, text_);
+    if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;  // Python 2's long suffix
+    return v;
+  }
+  HeaderValue value() {
+    skip_space();
+    if (pos_ < text_.size() && (text_[pos_] == '\'' || text_[pos_] == '"')) return quoted();
+    if (text_.substr(pos_).starts_with("True")) {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_).starts_with("False")) {
+      pos_ += 5;
+      return false;
+    }
+    require(accept('('), "{}: bad .npy header: expected a string, True, False or a tuple at column {}: {}", path_, pos_,
+            text_);
+    std::vector<std::uint64_t> tuple;
+    while (!accept(')')) {
+      tuple.push_back(integer());
+      if (!accept(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return tuple;
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  std::size_t pos_ = 0;
+};
+
+template <class T>
+const T& field(const std::map<std::string, HeaderValue>& dict, const char* key, const char* kind,
+               const std::string& path) {
+  const auto it = dict.find(key);
+  require(it != dict.end(), "{}: bad .npy header: no '{}'", path, key);
+  const T* v = std::get_if<T>(&it->second);
+  require(v != nullptr, "{}: bad .npy header: '{}' is not {}", path, key, kind);
+  return *v;
+}
+
+template <class T>
+std::vector<T> values_as(const std::vector<std::byte>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+Matrix read_npy_matrix(const std::string& path) {
+  InputFile file(path);
+  std::array<std::byte, 8> prefix{};
+  require(file.size() >= prefix.size(), "{}: truncated: {} bytes, not a .npy file", path, file.size());
+  file.read_at(0, prefix, "the magic string");
+  require(std::memcmp(prefix.data(), kMagic.data(), kMagic.size()) == 0,
+          "{}: not a .npy file (it does not start with \"\\x93NUMPY\")", path);
+  const auto major = static_cast<unsigned>(prefix[6]), minor = static_cast<unsigned>(prefix[7]);
+  require((major == 1 || major == 2 || major == 3) && minor == 0,
+          "{}: .npy format version {}.{} is not supported (1.0, 2.0, 3.0 are)", path, major, minor);
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  std::array<std::byte, 4> length_field{};
+  file.read_at(8, std::span(length_field).first(length_bytes), "the header length");
+  std::uint32_t header_bytes = 0;
+  std::memcpy(&header_bytes, length_field.data(), length_bytes);
+  const std::uint64_t header_start = 8 + length_bytes;
+  require(header_bytes <= file.size() - header_start,
+          "{}: header length {} is past the end of the file ({} bytes): truncated?", path, header_bytes, file.size());
+  std::string header(header_bytes, '\0');
+  file.read_at(header_start, std::as_writable_bytes(std::span(header)), "the header");
+
+  const auto dict = HeaderParser(header, path).dict();
+  for (const auto& [key, value] : dict) {
+    require(key == "descr" || key == "fortran_order" || key == "shape", "{}: bad .npy header: unknown key '{}'", path,
+            key);
+  }
+  const auto& descr = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
+  const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
+  const auto& shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
+
+  std::string_view type = descr;
+  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ('<f4')", path, descr);
+  if (type.starts_with('<') || type.starts_with('=')) type.remove_prefix(1);
+  require(type == "f4" || type == "f2" || type == "f8", "{}: dtype '{}' is not supported (want '<f4', '<f2' or '<f8')",
+          path, descr);
+  const std::size_t item_bytes = type == "f4" ? 4 : type == "f2" ? 2 : 8;
+  require(!fortran, "{}: the array is in Fortran order: save it in C order (numpy.ascontiguousarray)", path);
+  require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
+  require(shape[1] == 0 || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1] / item_bytes,
+          "{}: shape ({}, {}) is too large", path, shape[0], shape[1]);
+  const std::uint64_t data_bytes = shape[0] * shape[1] * item_bytes;
+  const std::uint64_t data_start = header_start + header_bytes;
+  const std::uint64_t present = file.size() - data_start;
+  require(present >= data_bytes, "{}: truncated: shape ({}, {}) of '{}' needs {} data bytes, the file has {}", path,
+          shape[0], shape[1], descr, data_bytes, present);
+  require(present == data_bytes, "{}: {} bytes follow the array's data: not a single .npy array?", path,
+          present - data_bytes);
+
+  std::vector<std::byte> bytes(data_bytes);
+  file.read_at(data_start, bytes, "the data");
+  Matrix m;
+  m.rows = shape[0];
+  m.cols = shape[1];
+  if (item_bytes == 4) {
+    m.values = values_as<float>(bytes);
+  } else if (item_bytes == 2) {
+    m.values = from_f16(values_as<std::uint16_t>(bytes));
+  } else {
+    const auto wide = values_as<double>(bytes);
+    m.values.assign(wide.begin(), wide.end());
+  }
+  return m;
+}
+
+}  // namespace vkblr::fit

@@ -1,0 +1,55 @@
+// report.hpp — the JSON report of a vkblr-fit run, and writing JSON files.
+//
+// The report (nlohmann::json, keys in snake_case):
+//   tool_version, command_line [..], device, weight_source,
+//   activation_source,
+//   layer {m, n, rank, paths, scale_dtype},
+//   bpw {sign, scales, metadata, total, sign_bits, scale_bits,
+//        metadata_bits, formula},
+//   errors {init {weight, output, activation_weighted},
+//           trained {...}, output_improvement = init.output/trained.output},
+//   training {steps, tokens, tokens_per_s, wall_s, flips, oscillations,
+//             settings {...}},
+//   curve [{step, held_out_error}, ...]
+// Errors are metrics.hpp's ratios (not squared); output errors are on
+// held-out tokens. Non-finite numbers are written as null (JSON has none).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/curve.hpp"
+
+namespace vkblr::fit {
+
+struct ErrorSummary {
+  double weight = 0;               // relative_weight_error
+  double output = 0;               // relative_output_error on held-out tokens
+  double activation_weighted = 0;  // activation_weighted_error
+};
+
+struct FitReport {
+  std::string tool_version;
+  std::vector<std::string> command_line;
+  std::string device;             // the Vulkan device that trained
+  std::string weight_source;      // "file.safetensors:name", "file.npy", "synthetic (seed 1)"
+  std::string activation_source;  // likewise
+  BitsPerWeight bpw;              // with the layer's shape and scale dtype
+  ErrorSummary init, trained;
+  std::uint64_t steps = 0, tokens = 0;  // training steps and tokens processed
+  double wall_s = 0, tokens_per_s = 0;
+  std::uint64_t flips = 0, oscillations = 0;  // totals over the run (sign.hpp's telemetry)
+  nlohmann::json settings = nlohmann::json::object();  // optimizer and schedule parameters, as named on the CLI
+  std::vector<CurvePoint> curve;
+};
+
+nlohmann::json to_json(const FitReport& report);
+
+// `value` as indented JSON with a final newline, written atomically.
+// Throws vkblr::Error naming the path when it cannot be written.
+void write_json_file(const std::string& path, const nlohmann::json& value);
+
+}  // namespace vkblr::fit

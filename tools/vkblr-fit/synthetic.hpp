@@ -1,0 +1,52 @@
+// synthetic.hpp — LLM-like stand-ins for a weight and its calibration
+// activations, so vkblr-fit runs without input files; and the held-out
+// split of activations.
+//
+// Every generator is deterministic for its seed (vkblr::fit::Rng).
+#pragma once
+
+#include <cstdint>
+
+#include "vkblr-fit/matrix.hpp"
+
+namespace vkblr::fit {
+
+// W = U·diag(σ)·Vᵀ with U [m][k], V [n][k] random orthonormal (k = min(m, n))
+// and σ_i ∝ (i+1)^-spectrum_decay (trained projection matrices show such a
+// power-law spectrum); then `heavy_columns` distinct random input columns
+// multiplied by `heavy_column_scale` (the outlier input features of LLM
+// layers); then all scaled so the root-mean-square entry is `rms`.
+struct SyntheticWeightSpec {
+  std::uint32_t m = 0, n = 0;
+  double spectrum_decay = 0.6;
+  std::uint32_t heavy_columns = 4;
+  double heavy_column_scale = 4.0;
+  double rms = 0.02;
+  std::uint64_t seed = 1;
+};
+// Throws vkblr::Error for an empty shape, heavy_columns > n or a
+// non-positive scale.
+Matrix synthetic_weight(const SyntheticWeightSpec& spec);
+
+// X [tokens][n]: independent Gaussians, standard deviation 1, except
+// `outlier_channels` distinct random channels with standard deviation
+// `outlier_scale` (the few high-variance channels of LLM activations).
+struct SyntheticActivationSpec {
+  std::uint32_t tokens = 0, n = 0;
+  std::uint32_t outlier_channels = 4;
+  double outlier_scale = 10.0;
+  std::uint64_t seed = 2;
+};
+// Throws vkblr::Error for an empty shape or outlier_channels > n.
+Matrix synthetic_activations(const SyntheticActivationSpec& spec);
+
+// Calibration tokens split into training and held-out rows: the last
+// `held_out_tokens` rows are held out (a contiguous tail, so neighbouring
+// tokens of a real sequence do not straddle the split).
+struct TokenSplit {
+  Matrix train, held_out;
+};
+// Throws vkblr::Error unless 1 <= held_out_tokens < x.rows.
+TokenSplit split_tokens(const Matrix& x, std::size_t held_out_tokens);
+
+}  // namespace vkblr::fit
