@@ -1,0 +1,406 @@
+#include "vkblr-fit/fit_job.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <format>
+
+#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/checkpoint.hpp"
+#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/fit_inputs.hpp"
+#include "vkblr-fit/metrics.hpp"
+#include "vkblr-fit/progress.hpp"
+#include "vkblr-fit/svg_chart.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/gemm.hpp"
+#include "vkblr/half.hpp"
+#include "vkblr/ops/optim.hpp"
+#include "vkblr/trainer.hpp"
+
+namespace vkblr::fit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The batches on the device: inputs and their dense targets y* = X·Wᵀ
+// (one f16 GEMM per batch, computed once).
+struct DeviceBatches {
+  std::vector<Buffer> x, target;            // training
+  std::vector<Buffer> x_eval, target_eval;  // held out
+  double train_target_sq = 0;               // mean over batches of ‖y*‖²
+  double eval_target_sq = 0;                // Σ over held-out batches of ‖y*‖²
+};
+
+// ‖b‖² of a device buffer of n floats, through sumsq (64 partials summed in f64).
+double device_sumsq(Context& ctx, const Buffer& b, std::uint32_t n, const Buffer& partials) {
+  Recorder rec(ctx);
+  rec.add(ops::sumsq(ctx, b, n, partials));
+  rec.run();
+  double s = 0;
+  for (float p : partials.download<float>(ops::kSumsqPartials)) s += p;
+  return s;
+}
+
+DeviceBatches upload_batches(Context& ctx, const FitInputs& in, std::uint32_t batch) {
+  const auto m = static_cast<std::uint32_t>(in.w.rows), n = static_cast<std::uint32_t>(in.w.cols);
+  Buffer plane = ctx.upload(to_f16(in.w.values), "fit.w16");
+  Buffer act16 = ctx.buffer(std::uint64_t{batch} * n * 2, "fit.x16");
+  Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.partials");
+  DeviceBatches d;
+  auto add = [&](const Matrix& x, std::vector<Buffer>& xs, std::vector<Buffer>& ts) {
+    double sq = 0;
+    for (std::size_t first = 0; first + batch <= x.rows; first += batch) {
+      const std::span<const float> rows(x.values.data() + first * n, std::size_t{batch} * n);
+      xs.push_back(ctx.upload(rows, "fit.x"));
+      ts.push_back(ctx.buffer(std::uint64_t{batch} * m * 4, "fit.target"));
+      Recorder rec(ctx);
+      rec.add(plane_linear(ctx, plane, xs.back(), act16, ts.back(), batch, m, n, 1.0f));
+      rec.run();
+      sq += device_sumsq(ctx, ts.back(), batch * m, partials);
+    }
+    return sq;
+  };
+  d.train_target_sq = add(in.x_train, d.x, d.target) / static_cast<double>(in.x_train.rows / batch);
+  d.eval_target_sq = add(in.x_held_out, d.x_eval, d.target_eval);
+  return d;
+}
+
+// Warm-up then cosine decay to zero over `steps`.
+float schedule(float base, std::uint32_t s, std::uint32_t steps, std::uint32_t warmup) {
+  if (s < warmup) return base * static_cast<float>(s + 1) / static_cast<float>(warmup);
+  const double t = static_cast<double>(s - warmup) / std::max<double>(1.0, static_cast<double>(steps - warmup));
+  return static_cast<float>(base * 0.5 * (1.0 + std::cos(3.141592653589793 * t)));
+}
+
+BlrTrainerConfig trainer_config(const FitOptions& o, double loss_norm) {
+  BlrTrainerConfig c;
+  c.sign_init.opt = o.sign_opt;
+  c.sign_init.tau = o.sign_tau;
+  c.sign_init.state = o.bf16_state ? StateType::bf16 : StateType::f32;
+  c.sign_init.seed = o.seed;
+  c.sign_init.keep_bits0 = true;
+  c.sign_step.beta1 = o.sign_beta1;
+  c.sign_step.beta2 = o.sign_beta2;
+  c.sign_step.eps = o.sign_eps;
+  c.sign_step.clamp = o.sign_clamp;
+  c.sign_step.hyst = o.sign_hyst;
+  c.sign_step.flip_budget = o.flip_budget;
+  // sign gradients in the units of the raw squared error, where bop's tau
+  // and Adam's eps have a meaning independent of the target's size
+  c.sign_step.grad_scale = static_cast<float>(loss_norm);
+  c.scale_rel_floor = o.scale_rel_floor;
+  c.gscale = o.gscale;
+  c.loss_norm = static_cast<float>(loss_norm);
+  return c;
+}
+
+// The layer's bits and scales back on the host, as a result's paths.
+std::vector<BlrPathInit> download_paths(const BlrLayer& layer) {
+  std::vector<BlrPathInit> out;
+  const auto scales = layer.scales.download<float>();
+  for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+    BlrPathInit in;
+    in.bits_u = layer.paths[p].bits_u.download<std::uint32_t>();
+    in.bits_v = layer.paths[p].bits_v.download<std::uint32_t>();
+    auto seg = [&](std::size_t s) {
+      const ScaleSegment g = layer.segments[3 * p + s];
+      return std::vector<float>(scales.begin() + g.offset, scales.begin() + g.offset + g.length);
+    };
+    in.h = seg(0);
+    in.l = seg(1);
+    in.g = seg(2);
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+// Scales as stored in the result file (f16 rounds to nearest even).
+std::vector<BlrPathInit> as_stored(std::vector<BlrPathInit> paths, ScaleDtype dtype) {
+  if (dtype == ScaleDtype::f32) return paths;
+  for (auto& p : paths) {
+    for (auto* v : {&p.h, &p.l, &p.g}) {
+      for (float& x : *v) x = f16_to_f32(f32_to_f16(x));
+    }
+  }
+  return paths;
+}
+
+// ‖XŴᵀ − XWᵀ‖ / ‖XWᵀ‖ on the held-out batches, on the device.
+double held_out_error(BlrTrainer& trainer, std::size_t batches, double target_sq) {
+  double sq = 0;
+  for (std::size_t b = 0; b < batches; ++b) sq += trainer.eval(b);
+  return std::sqrt(sq / target_sq);
+}
+
+// What must match for a checkpoint to be resumed by these options.
+nlohmann::json resume_key(const FitOptions& o, const LayerShape& shape) {
+  return {{"m", shape.m},
+          {"n", shape.n},
+          {"rank", shape.rank},
+          {"paths", shape.paths},
+          {"batch", o.batch},
+          {"tokens", o.tokens},
+          {"held_out", o.held_out},
+          {"steps", o.steps},
+          {"seed", o.seed},
+          {"sign_opt", to_string(o.sign_opt)},
+          {"bf16_state", o.bf16_state},
+          {"weight", o.weight_path},
+          {"tensor", o.tensor},
+          {"activations", o.activations_path}};
+}
+
+struct Progress {
+  std::uint32_t next_step = 0;
+  std::uint32_t applied = 0, skipped = 0;
+  std::vector<CurvePoint> curve;
+  ErrorSummary init;
+  double train_s = 0;
+};
+
+void write_fit_checkpoint(const std::string& path, const FitOptions& o, const LayerShape& shape, BlrLayer& layer,
+                          BlrTrainer& trainer, const Progress& p) {
+  Checkpoint ck;
+  nlohmann::json curve = nlohmann::json::array();
+  for (const CurvePoint& c : p.curve) curve.push_back({c.step, c.held_out_error});
+  ck.metadata = {{"key", resume_key(o, shape)},
+                 {"next_step", p.next_step},
+                 {"applied", trainer.steps()},
+                 {"skipped", trainer.skipped()},
+                 {"curve", curve},
+                 {"init", {p.init.weight, p.init.output, p.init.activation_weighted}},
+                 {"train_s", p.train_s}};
+  for (std::size_t i = 0; i < layer.paths.size(); ++i) {
+    ck.u32[std::format("path{}.bits_u", i)] = layer.paths[i].bits_u.download<std::uint32_t>();
+    ck.u32[std::format("path{}.bits_v", i)] = layer.paths[i].bits_v.download<std::uint32_t>();
+  }
+  ck.u32["layer.scales"] = layer.scales.download<std::uint32_t>();
+  for (auto& [name, buffer] : trainer.state()) ck.u32["state." + name] = buffer->download<std::uint32_t>();
+  write_checkpoint(path, ck);
+}
+
+// Restores layer and trainer from a checkpoint; returns the progress.
+Progress restore_checkpoint(const std::string& path, const FitOptions& o, const LayerShape& shape, BlrLayer& layer,
+                            BlrTrainer& trainer) {
+  const Checkpoint ck = read_checkpoint(path);
+  require(ck.metadata.contains("key") && ck.metadata["key"] == resume_key(o, shape),
+          "checkpoint {} was made by another configuration: {} (this run: {})", path,
+          ck.metadata.value("key", nlohmann::json()).dump(), resume_key(o, shape).dump());
+  auto restore = [&](const std::string& name, Buffer& b) {
+    const auto it = ck.u32.find(name);
+    require(it != ck.u32.end(), "checkpoint {} lacks {}", path, name);
+    require(it->second.size() * 4 == b.size(), "checkpoint {}: {} holds {} words, the run has {}", path, name,
+            it->second.size(), b.size() / 4);
+    b.upload(it->second);
+  };
+  for (std::size_t i = 0; i < layer.paths.size(); ++i) {
+    restore(std::format("path{}.bits_u", i), layer.paths[i].bits_u);
+    restore(std::format("path{}.bits_v", i), layer.paths[i].bits_v);
+  }
+  restore("layer.scales", layer.scales);
+  for (auto& [name, buffer] : trainer.state()) restore("state." + name, *buffer);
+  Progress p;
+  p.next_step = ck.metadata.at("next_step").get<std::uint32_t>();
+  trainer.set_steps(ck.metadata.at("applied").get<std::uint32_t>(), ck.metadata.at("skipped").get<std::uint32_t>());
+  for (const auto& c : ck.metadata.at("curve")) p.curve.push_back({c.at(0).get<std::uint64_t>(), c.at(1).get<double>()});
+  const auto& init = ck.metadata.at("init");
+  p.init = {init.at(0).get<double>(), init.at(1).get<double>(), init.at(2).get<double>()};
+  p.train_s = ck.metadata.value("train_s", 0.0);
+  return p;
+}
+
+std::uint64_t total_flips(Context& ctx, BlrTrainer& trainer, std::uint64_t* oscillations) {
+  std::uint64_t flips = 0, osc = 0;
+  for (SignMatrix& sm : trainer.signs()) {
+    const SignTelemetry t = sm.telemetry(ctx);
+    flips += t.total_flips + t.flips;
+    osc += t.oscillations;
+  }
+  if (oscillations) *oscillations = osc;
+  return flips;
+}
+
+LayerShape layer_shape_for(const FitOptions& o, const Matrix& w) {
+  LayerShape shape{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols), o.rank, o.paths};
+  if (shape.rank == 0) shape.rank = rank_for_bpw(shape.m, shape.n, shape.paths, o.scale_dtype, o.bpw);
+  check_layer_shape(shape, "vkblr-fit");
+  return shape;
+}
+
+}  // namespace
+
+void resolve_fit_defaults(FitOptions& o, const Caps& caps) {
+  const bool cpu = caps.device_type == "cpu";
+  if (o.weight_path.empty()) {
+    if (o.synthetic_m == 0) o.synthetic_m = cpu ? 512 : 3584;
+    if (o.synthetic_n == 0) o.synthetic_n = cpu ? 512 : 1024;
+  }
+  if (o.batch == 0) o.batch = cpu ? 512 : 4096;
+  if (o.tokens == 0) o.tokens = 8 * o.batch;
+  if (o.held_out == 0) o.held_out = o.batch;
+  if (o.steps == 0) o.steps = cpu ? 300 : 2000;
+  if (o.warmup == 0) o.warmup = std::max<std::uint32_t>(1, o.steps / 20);
+  if (o.eval_every == 0) o.eval_every = std::max<std::uint32_t>(1, o.steps / 20);
+  require(o.tokens % o.batch == 0, "--tokens {} is not a multiple of --batch {}", o.tokens, o.batch);
+  require(o.held_out % o.batch == 0, "--held-out {} is not a multiple of --batch {}", o.held_out, o.batch);
+  require(o.paths >= 1, "--paths must be at least 1");
+  require(o.warmup < o.steps, "--warmup {} must be below --steps {}", o.warmup, o.steps);
+  require(o.rank > 0 || (o.bpw > 0 && std::isfinite(o.bpw)), "--bpw {} must be positive", o.bpw);
+}
+
+FitReport run_fit(Context& ctx, FitOptions o) {
+  const Clock::time_point t_start = Clock::now();
+  resolve_fit_defaults(o, ctx.caps());
+  const ProgressStyle style = progress_style_for(stderr, o.quiet);
+  auto say = [&](const std::string& line) {
+    if (style != ProgressStyle::quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+
+  const FitInputs in = load_fit_inputs(o);
+  const LayerShape shape = layer_shape_for(o, in.w);
+  const BitsPerWeight bpw = bits_per_weight(shape, o.scale_dtype);
+  say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({})", shape.m, shape.n,
+                  in.weight_source, in.x_train.rows, in.x_held_out.rows, in.activation_source));
+  say(std::format("layer: {} paths of rank {}; {}", shape.paths, shape.rank, bpw.formula()));
+
+  // init: Dual-SVID (a resumed run restores everything from its checkpoint)
+  std::vector<BlrPathInit> init_paths;
+  if (o.resume.empty()) {
+    const Clock::time_point t0 = Clock::now();
+    init_paths = dual_svid_init(in.w, shape, {.seed = o.seed});
+    say(std::format("Dual-SVID init in {:.1f} s", seconds_since(t0)));
+  } else {
+    // placeholder values of the right shape; the checkpoint overwrites them
+    for (std::uint32_t p = 0; p < shape.paths; ++p) {
+      init_paths.push_back({std::vector<std::uint32_t>(std::size_t{shape.m} * (shape.rank / 32), 0u),
+                            std::vector<std::uint32_t>(std::size_t{shape.n} * (shape.rank / 32), 0u),
+                            std::vector<float>(shape.m, 1.0f), std::vector<float>(shape.rank, 1.0f),
+                            std::vector<float>(shape.n, 1.0f)});
+    }
+  }
+  BlrLayer layer = make_blr_layer(ctx, shape.m, shape.n, shape.rank, init_paths, false);
+  const DeviceBatches data = upload_batches(ctx, in, o.batch);
+  BlrTrainer trainer(ctx, layer, o.batch, trainer_config(o, data.train_target_sq));
+  for (std::size_t b = 0; b < data.x.size(); ++b) trainer.add_batch(data.x[b], data.target[b]);
+  for (std::size_t b = 0; b < data.x_eval.size(); ++b) trainer.add_eval_batch(data.x_eval[b], data.target_eval[b]);
+
+  Progress prog;
+  if (o.resume.empty()) {
+    const MatrixF64 w_hat = reconstruct_weight(shape, as_stored(init_paths, o.scale_dtype));
+    prog.init = {relative_weight_error(w_hat, in.w), held_out_error(trainer, data.x_eval.size(), data.eval_target_sq),
+                 activation_weighted_error(w_hat, in.w, in.x_held_out)};
+  } else {
+    prog = restore_checkpoint(o.resume, o, shape, layer, trainer);
+    say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
+  }
+  say(std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
+
+  // training: one replayed graph per step
+  ProgressReporter progress(stderr, style, o.steps);
+  std::uint64_t flips_before = total_flips(ctx, trainer, nullptr);
+  std::uint32_t last_eval_step = prog.next_step;
+  double train_s = prog.train_s;
+  for (std::uint32_t s = prog.next_step; s < o.steps; ++s) {
+    const Clock::time_point t0 = Clock::now();
+    trainer.step(s % data.x.size(), schedule(o.sign_lr, s, o.steps, o.warmup),
+                 schedule(o.scale_lr, s, o.steps, o.warmup));
+    train_s += seconds_since(t0);
+    const bool last = s + 1 == o.steps;
+    if ((s + 1) % o.eval_every == 0 || last) {
+      const double err = held_out_error(trainer, data.x_eval.size(), data.eval_target_sq);
+      prog.curve.push_back({s + 1, err});
+      const std::uint64_t flips = total_flips(ctx, trainer, nullptr);
+      progress.update({s + 1, err,
+                       static_cast<double>(flips - flips_before) / std::max<std::uint32_t>(1, s + 1 - last_eval_step),
+                       static_cast<double>(s + 1 - prog.next_step) * o.batch / std::max(train_s - prog.train_s, 1e-9),
+                       seconds_since(t_start)});
+      flips_before = flips;
+      last_eval_step = s + 1;
+    }
+    if (o.checkpoint_every && (s + 1) % o.checkpoint_every == 0 && !last) {
+      Progress snap = prog;
+      snap.next_step = s + 1;
+      snap.train_s = train_s;
+      write_fit_checkpoint(o.out + ".ckpt", o, shape, layer, trainer, snap);
+    }
+  }
+  progress.finish();
+
+  // the result as stored, and its errors
+  BlrResult result{shape, o.scale_dtype, as_stored(download_paths(layer), o.scale_dtype), std::string(vkblr::version()),
+                   o.command_line};
+  write_blr_result(o.out + ".safetensors", result);
+  // evaluate what was stored: the layer's scales become the stored ones
+  std::vector<float> stored_scales(layer.scale_count, 0.0f);
+  for (std::size_t p = 0; p < result.paths.size(); ++p) {
+    const std::vector<float>* parts[3] = {&result.paths[p].h, &result.paths[p].l, &result.paths[p].g};
+    for (std::size_t k = 0; k < 3; ++k) {
+      std::copy(parts[k]->begin(), parts[k]->end(), stored_scales.begin() + layer.segments[3 * p + k].offset);
+    }
+  }
+  layer.scales.upload(stored_scales);
+  const MatrixF64 w_hat = reconstruct_weight(shape, result.paths);
+
+  FitReport report;
+  report.tool_version = std::string(vkblr::version());
+  report.command_line = o.command_line;
+  report.device = ctx.caps().device_name + " (" + ctx.caps().driver_info + ")";
+  report.weight_source = in.weight_source;
+  report.activation_source = in.activation_source;
+  report.bpw = bpw;
+  report.init = prog.init;
+  report.trained = {relative_weight_error(w_hat, in.w),
+                    held_out_error(trainer, data.x_eval.size(), data.eval_target_sq),
+                    activation_weighted_error(w_hat, in.w, in.x_held_out)};
+  report.steps = o.steps;
+  report.tokens = std::uint64_t{o.steps} * o.batch;
+  report.wall_s = seconds_since(t_start);
+  report.tokens_per_s = train_s > 0 ? static_cast<double>(report.tokens) / train_s : 0;
+  report.flips = total_flips(ctx, trainer, &report.oscillations);
+  report.curve = prog.curve;
+  report.settings = {{"sign_opt", to_string(o.sign_opt)}, {"sign_lr", o.sign_lr},       {"scale_lr", o.scale_lr},
+                     {"warmup", o.warmup},                {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
+                     {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
+                     {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
+                     {"skipped_steps", trainer.skipped()}};
+  write_json_file(o.out + ".json", to_json(report));
+  write_error_chart(o.out + ".svg", report.curve, report.init.output,
+                    std::format("vkblr-fit {}x{}, {} paths, rank {}, {:.3f} bpw", shape.m, shape.n, shape.paths,
+                                shape.rank, bpw.total));
+  say(std::format("trained: held-out output error {:.4e} (init {:.4e}, {:.2f}x lower), weight error {:.4e}; "
+                  "{:.0f} steps/s, {:.3g} tokens/s; wrote {}.safetensors, .json, .svg",
+                  report.trained.output, report.init.output, report.init.output / report.trained.output,
+                  report.trained.weight, o.steps / std::max(train_s, 1e-9), report.tokens_per_s, o.out));
+  return report;
+}
+
+nlohmann::json run_eval(Context& ctx, FitOptions o) {
+  resolve_fit_defaults(o, ctx.caps());
+  const BlrResult result = read_blr_result(o.eval);
+  const FitInputs in = load_fit_inputs(o);
+  require(result.shape.m == in.w.rows && result.shape.n == in.w.cols,
+          "result {} is {}x{} but W ({}) is {}x{}", o.eval, result.shape.m, result.shape.n, in.weight_source,
+          in.w.rows, in.w.cols);
+  BlrLayer layer = make_blr_layer(ctx, result.shape.m, result.shape.n, result.shape.rank, result.paths, false);
+  const DeviceBatches data = upload_batches(ctx, in, o.batch);
+  BlrTrainer trainer(ctx, layer, o.batch, trainer_config(o, data.train_target_sq));
+  for (std::size_t b = 0; b < data.x_eval.size(); ++b) trainer.add_eval_batch(data.x_eval[b], data.target_eval[b]);
+  const MatrixF64 w_hat = reconstruct_weight(result.shape, result.paths);
+  const BitsPerWeight bpw = bits_per_weight(result.shape, result.scale_dtype);
+  return {{"result", o.eval},
+          {"weight", in.weight_source},
+          {"activations", in.activation_source},
+          {"layer", {{"m", result.shape.m}, {"n", result.shape.n}, {"rank", result.shape.rank}, {"paths", result.shape.paths}}},
+          {"bpw", bpw.total},
+          {"errors",
+           {{"weight", relative_weight_error(w_hat, in.w)},
+            {"output", held_out_error(trainer, data.x_eval.size(), data.eval_target_sq)},
+            {"activation_weighted", activation_weighted_error(w_hat, in.w, in.x_held_out)}}}};
+}
+
+}  // namespace vkblr::fit

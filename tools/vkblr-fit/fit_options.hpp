@@ -1,0 +1,55 @@
+// fit_options.hpp — what a vkblr-fit run is asked to do (the command line).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/sign.hpp"
+
+namespace vkblr::fit {
+
+struct FitOptions {
+  // inputs
+  std::string weight_path;        // .safetensors or .npy; empty: synthetic
+  std::string tensor;             // tensor name in a safetensors weight file
+  std::string activations_path;   // .safetensors or .npy [T][n]; empty: synthetic
+  std::string activations_tensor;
+  std::uint32_t synthetic_m = 0, synthetic_n = 0;  // 0: chosen by device (lavapipe 512×512, GPUs 3584×1024)
+  std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
+  std::uint32_t held_out = 0;      // held-out tokens; 0: one batch
+  std::uint32_t batch = 0;         // tokens per step; 0: by device (512 on a CPU device, 4096 on a GPU)
+  std::uint64_t seed = 1;
+
+  // layer size: rank, or bits per weight (the rank is derived)
+  std::uint32_t rank = 0;
+  double bpw = 1.0;
+  std::uint32_t paths = 2;
+  ScaleDtype scale_dtype = ScaleDtype::f16;
+
+  // training
+  std::uint32_t steps = 0;  // 0: by device (300 on a CPU device, 2000 on a GPU)
+  std::uint32_t warmup = 0;  // warm-up steps of the cosine schedules; 0: 5% of steps
+  SignOpt sign_opt = SignOpt::fact;
+  float sign_lr = 0.02f;
+  float sign_beta1 = 0.9f, sign_beta2 = 0.999f, sign_eps = 1e-8f;
+  float sign_clamp = 1.0f, sign_hyst = 0.0f, sign_tau = 0.25f;
+  float flip_budget = 1e-3f;  // at most this fraction of signs flips per step (0: no cap)
+  bool bf16_state = false;
+  float scale_lr = 2e-3f;
+  float scale_rel_floor = 0.0f;
+  std::uint32_t eval_every = 0;  // held-out error every this many steps; 0: 20 points
+  float gscale = 1024.0f;
+
+  // outputs
+  std::string out = "vkblr-fit-out";  // prefix: <out>.safetensors, <out>.json, <out>.svg
+  std::uint32_t checkpoint_every = 0;  // 0: no checkpoints; else <out>.ckpt every N steps
+  std::string resume;                  // a checkpoint to continue from
+  std::string eval;                    // a result file to re-evaluate (no training)
+  bool quiet = false;
+  bool json = false;  // the report on stdout
+  std::vector<std::string> command_line;
+};
+
+}  // namespace vkblr::fit

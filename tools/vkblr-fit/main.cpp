@@ -1,0 +1,96 @@
+// vkblr-fit — distil a dense linear layer W (m×n) into a binary low-rank
+// layer on the GPU: Dual-SVID init, then training of signs and scales on
+// calibration activations against the dense layer's outputs.
+//
+//   vkblr-fit                         a synthetic LLM-like layer (runs out of the box)
+//   vkblr-fit --weight W.safetensors --tensor NAME [--activations X.npy] [--bpw 1.0 | --rank R]
+//   vkblr-fit --eval out.safetensors [--weight ...]   re-evaluate a saved layer
+//
+// Writes <out>.safetensors (the layer), <out>.json (the report) and
+// <out>.svg (held-out error against step). Exit code 0 on success, 1 on a
+// bad input or any error (with a message), 2 on bad command-line usage.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+
+#include "vkblr-fit/fit_job.hpp"
+#include "vkblr/error.hpp"
+
+namespace {
+
+vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
+  vkblr::fit::FitOptions o;
+  for (int i = 0; i < argc; ++i) o.command_line.emplace_back(argv[i]);
+  app.add_option("--weight", o.weight_path, "W as .safetensors or .npy [m][n] (default: synthetic)");
+  app.add_option("--tensor", o.tensor, "tensor name in a safetensors weight file");
+  app.add_option("--activations", o.activations_path, "calibration X as .safetensors or .npy [T][n] (default: synthetic)");
+  app.add_option("--activations-tensor", o.activations_tensor, "tensor name in a safetensors activations file");
+  app.add_option("--synthetic-m", o.synthetic_m, "rows of the synthetic W (default: by device)");
+  app.add_option("--synthetic-n", o.synthetic_n, "columns of the synthetic W (default: by device)");
+  app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)");
+  app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)");
+  app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)");
+  app.add_option("--seed", o.seed, "seed of the synthetic data and the randomized SVD");
+  auto* rank = app.add_option("--rank", o.rank, "rank per path (a multiple of 32)");
+  app.add_option("--bpw", o.bpw, "target bits per weight; the rank is derived")->excludes(rank);
+  app.add_option("--paths", o.paths, "paths P")->check(CLI::Range(1u, 16u));
+  const std::map<std::string, vkblr::fit::ScaleDtype> dtypes{{"f16", vkblr::fit::ScaleDtype::f16},
+                                                             {"f32", vkblr::fit::ScaleDtype::f32}};
+  app.add_option("--scale-dtype", o.scale_dtype, "dtype of stored scales (f16, f32)")
+      ->transform(CLI::CheckedTransformer(dtypes, CLI::ignore_case));
+  app.add_option("--steps", o.steps, "training steps (default: 300 on a CPU device, 2000 on a GPU)");
+  app.add_option("--warmup", o.warmup, "warm-up steps of the cosine schedules (default: 5%)");
+  std::string sign_opt = "fact";
+  app.add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
+  app.add_option("--sign-lr", o.sign_lr, "sign latent learning rate (peak of the schedule)");
+  app.add_option("--sign-beta1", o.sign_beta1, "sign optimizer beta1");
+  app.add_option("--sign-beta2", o.sign_beta2, "sign optimizer beta2");
+  app.add_option("--sign-eps", o.sign_eps, "sign optimizer epsilon (in squared-error units)");
+  app.add_option("--sign-clamp", o.sign_clamp, "latent clamp");
+  app.add_option("--sign-hyst", o.sign_hyst, "hysteresis half-width of the sign update");
+  app.add_option("--tau", o.sign_tau, "latent init s·tau; bop: the flip threshold");
+  app.add_option("--flip-budget", o.flip_budget, "at most this fraction of signs flips per step (0: no cap)");
+  app.add_flag("--bf16-state", o.bf16_state, "keep sign latents and moments in bf16 (stochastic rounding)");
+  app.add_option("--scale-lr", o.scale_lr, "Adam learning rate of h, l, g (peak of the schedule)");
+  app.add_option("--scale-rel-floor", o.scale_rel_floor, "> 0: relative Adam steps on the scales");
+  app.add_option("--eval-every", o.eval_every, "held-out error every N steps (default: 20 points)");
+  app.add_option("--gscale", o.gscale, "gradient staging scale (a power of two)");
+  app.add_option("--out", o.out, "output prefix: <out>.safetensors, .json, .svg");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "write <out>.ckpt every N steps");
+  app.add_option("--resume", o.resume, "continue from a checkpoint");
+  app.add_option("--eval", o.eval, "re-evaluate a saved layer against W and X (no training)");
+  app.add_flag("--quiet", o.quiet, "no progress output");
+  app.add_flag("--json", o.json, "print the report as JSON on stdout");
+  app.parse(argc, argv);
+  o.sign_opt = vkblr::sign_opt_from_string(sign_opt);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vkblr-fit: distil a dense weight into a binary low-rank layer on the GPU"};
+  vkblr::fit::FitOptions options;
+  try {
+    options = parse(app, argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    vkblr::Context ctx;
+    if (!options.eval.empty()) {
+      const auto j = vkblr::fit::run_eval(ctx, options);
+      std::printf("%s\n", j.dump(1).c_str());
+      return 0;
+    }
+    const vkblr::fit::FitReport report = vkblr::fit::run_fit(ctx, options);
+    if (options.json) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
+    return 0;
+  } catch (const vkblr::Error& e) {
+    std::fprintf(stderr, "vkblr-fit: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkblr-fit: unexpected error: %s\n", e.what());
+    return 1;
+  }
+}
