@@ -21,6 +21,7 @@
 // @variant colsum_fused_t_cvt_b FUSE=1 TRANSPOSED=1
 // @variant colsum_fused_t_scale_b FUSE=2 TRANSPOSED=1
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "unfused.glsl"
 #include "colsum.h"
@@ -32,17 +33,17 @@
 #endif
 layout(local_size_x = COLUMNS_PER_GROUP) in;
 
-layout(set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(set = 0, binding = 0) restrict readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) restrict readonly buffer B { float b[]; };
 layout(set = 0, binding = 2) readonly buffer Col { float col[]; };
-layout(set = 0, binding = 3) writeonly buffer Partials { float part[]; };
+layout(set = 0, binding = 3) restrict writeonly buffer Partials { float part[]; };
 #if FUSE == 2
-layout(set = 0, binding = 6) buffer Out { float out_[]; };
+layout(set = 0, binding = 6) restrict buffer Out { float out_[]; };
 #else
-layout(set = 0, binding = 5) writeonly buffer Dst { float16_t dst[]; };
+layout(set = 0, binding = 5) restrict writeonly buffer Dst { float16_t dst[]; };
 #endif
 #if TRANSPOSED
-layout(set = 0, binding = 7) writeonly buffer DstT { f16vec4 dstt[]; };
+layout(set = 0, binding = 7) restrict writeonly buffer DstT { f16vec4 dstt[]; };
 // [column][row] of the staged values; rows padded from 64 to 66 halves so
 // that both the column-wise writes and the row-wise reads avoid bank
 // conflicts.
@@ -50,24 +51,56 @@ layout(set = 0, binding = 7) writeonly buffer DstT { f16vec4 dstt[]; };
 shared float16_t tile[COLUMNS_PER_GROUP * TILE_STRIDE];
 #endif
 
-// Element i of column factor cf: adds A·B to acc, does the fused op and
-// returns the value the transposed output stages.
-float16_t fused_element(uint i, float cf, inout float acc) {
-  const float av = a[i];
-  const float bv = b[i];
-  acc = add_product(acc, av, bv);
-#if FUSE == 0
-  const float16_t staged_a = float16_t(staged(av, cf, pc.scale));
-  dst[i] = staged_a;
-  return staged_a;
-#elif FUSE == 1
-  const float16_t staged_b = float16_t(staged(bv, cf, pc.scale));
-  dst[i] = staged_b;
-  return staged_b;
-#else
-  out_[i] = pc.accumulate != 0 ? add_product(out_[i], bv, cf) : bv * cf;
-  return float16_t(staged(av, cf, pc.scale));
+// Rows are read CHUNK at a time: every load of a chunk is issued before the
+// first of its elements is used, so a thread keeps CHUNK rows of each
+// operand in flight instead of one (the small-k reductions, few workgroups,
+// were bound by memory latency). Sums and stores keep row order.
+#define CHUNK 16
+
+// The CHUNK rows from r0 (those before `end`) of column c: acc += A·B in
+// row order, the fused op's stores; the transposed variant also stages the
+// values DSTT gets into its tile column (row - first).
+void chunk(uint r0, uint end, uint c, float cf, inout float acc, uint tile_col, uint first) {
+  float av[CHUNK], bv[CHUNK];
+#if FUSE == 2
+  float ov[CHUNK];
 #endif
+  [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+    av[j] = 0.0;
+    bv[j] = 0.0;
+#if FUSE == 2
+    ov[j] = 0.0;
+#endif
+    if (r0 + j < end) {
+      const uint i = (r0 + j) * pc.k + c;
+      av[j] = a[i];
+      bv[j] = b[i];
+#if FUSE == 2
+      if (pc.accumulate != 0) ov[j] = out_[i];
+#endif
+    }
+  }
+  [[unroll]] for (uint j = 0; j < CHUNK; ++j) {
+    if (r0 + j < end) {
+      const uint i = (r0 + j) * pc.k + c;
+      acc = add_product(acc, av[j], bv[j]);
+#if FUSE == 0
+      const float16_t staged_value = float16_t(staged(av[j], cf, pc.scale));
+      dst[i] = staged_value;
+#elif FUSE == 1
+      const float16_t staged_value = float16_t(staged(bv[j], cf, pc.scale));
+      dst[i] = staged_value;
+#else
+      out_[i] = pc.accumulate != 0 ? add_product(ov[j], bv[j], cf) : bv[j] * cf;
+#endif
+#if TRANSPOSED
+#if FUSE == 2
+      const float16_t staged_value = float16_t(staged(av[j], cf, pc.scale));
+#endif
+      tile[tile_col * TILE_STRIDE + (r0 + j - first)] = staged_value;
+#endif
+    }
+  }
 }
 
 #if !TRANSPOSED
@@ -79,7 +112,7 @@ void main() {
   const uint end = min(first + pc.rows_per_block, pc.m);
   const float cf = col[c];
   float acc = 0.0;
-  for (uint row = first; row < end; ++row) fused_element(row * pc.k + c, cf, acc);
+  for (uint r0 = first; r0 < end; r0 += CHUNK) chunk(r0, end, c, cf, acc, 0, first);
   part[blk * pc.k + c] = acc;
 }
 #else
@@ -94,9 +127,7 @@ void main() {
   if (live) {
     const float cf = col[c];
     float acc = 0.0;
-    for (uint row = first; row < end; ++row) {
-      tile[lc * TILE_STRIDE + (row - first)] = fused_element(row * pc.k + c, cf, acc);
-    }
+    for (uint r0 = first; r0 < end; r0 += CHUNK) chunk(r0, end, c, cf, acc, lc, first);
     part[blk * pc.k + c] = acc;
   }
   barrier();

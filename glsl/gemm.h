@@ -1,6 +1,10 @@
 // gemm.h — push constants of the GEMM family (gemm_coopmat.comp,
 // gemm_plain.comp): out[m][ldo] (columns ocol..ocol+n) (+)=
 // act[m][k] · B[n][k]ᵀ · oscale.
+//
+// Split-K (k_split > 0): workgroup layer z multiplies K range
+// [z·k_split, min(k, (z+1)·k_split)) and writes its product to
+// out + z·z_stride; gemm_splitk_reduce.comp then sums the layers in z order.
 #ifndef VKBLR_GEMM_H
 #define VKBLR_GEMM_H
 #include "interface.h"
@@ -16,9 +20,9 @@ VKBLR_PUSH(GemmPush) {
   uint ocol;        // first column of out written
   uint accumulate;  // 1: out += product, 0: out = product
   float oscale;     // product multiplier
-  uint reserved0;
-  uint reserved1;
-  uint reserved2;
+  uint k_split;     // split-K: K per workgroup layer z (a multiple of BK); 0 = all of K
+  uint z_stride;    // split-K: floats between the outputs of layers z and z + 1
+  uint splits;      // gemm_splitk_reduce: layers summed (gemm kernels: unused)
 } VKBLR_PUSH_END(pc)
 
 // Specialization constants (ids shared with the C++ tile configuration).

@@ -66,14 +66,18 @@ void main() {
     }
   }
 
-  const uint k_tiles = (pc.k + BK - 1) / BK;
-  load_tile(m0, n0, 0);
+  // this layer's K range (split-K) and output
+  const uint k_begin = gl_WorkGroupID.z * pc.k_split;
+  const uint k_len = pc.k_split == 0u ? pc.k : min(pc.k_split, pc.k - k_begin);
+  const uint z_out = gl_WorkGroupID.z * pc.z_stride;
+  const uint k_tiles = (k_len + BK - 1) / BK;
+  load_tile(m0, n0, k_begin);
   store_tile(0);
   barrier();
   for (uint kt = 0; kt < k_tiles; ++kt) {
     const uint stage = STAGES == 2 ? (kt & 1u) : 0u;
     const bool more = kt + 1 < k_tiles;
-    if (more) load_tile(m0, n0, (kt + 1) * BK);
+    if (more) load_tile(m0, n0, k_begin + (kt + 1) * BK);
     const uint a_base = a_base_of(stage);
     const uint b_base = b_base_of(stage);
     [[unroll]] for (uint kk = 0; kk < BK; kk += FK) {
@@ -122,7 +126,7 @@ void main() {
       const uint row = e / (EPI_COLS / 4);
       const uint col = c0 + (e % (EPI_COLS / 4)) * 4;
       if (m0 + row < pc.m && n0 + col < pc.n) {
-        const uint first = (m0 + row) * pc.ldo + pc.ocol + n0 + col;
+        const uint first = z_out + (m0 + row) * pc.ldo + pc.ocol + n0 + col;
         const vec4 v = uintBitsToFloat(smem[(row * EPI_STRIDE + col - c0) / 4]);
         [[unroll]] for (uint q = 0; q < 4; ++q) {
           precise float r = v[q] * pc.oscale;

@@ -37,9 +37,13 @@ void main() {
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     [[unroll]] for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
   }
-  const uint k_tiles = (pc.k + BK - 1) / BK;
+  // this layer's K range (split-K) and output
+  const uint k_begin = gl_WorkGroupID.z * pc.k_split;
+  const uint k_len = pc.k_split == 0u ? pc.k : min(pc.k_split, pc.k - k_begin);
+  const uint z_out = gl_WorkGroupID.z * pc.z_stride;
+  const uint k_tiles = (k_len + BK - 1) / BK;
   for (uint kt = 0; kt < k_tiles; ++kt) {
-    load_tile(m0, n0, kt * BK);
+    load_tile(m0, n0, k_begin + kt * BK);
     barrier();
     store_tile(0);
     barrier();
@@ -62,7 +66,7 @@ void main() {
     [[unroll]] for (uint j = 0; j < TN; ++j) {
       const uint col = n0 + tx * TN + j;
       if (col >= pc.n) continue;
-      const uint o = row * pc.ldo + pc.ocol + col;
+      const uint o = z_out + row * pc.ldo + pc.ocol + col;
       precise float r = acc[i][j] * pc.oscale;
       if (pc.accumulate != 0u) r = outv[o] + r;
       outv[o] = r;

@@ -3,7 +3,9 @@
 // bit, ldo/ocol block writes, accumulation, composites and refusals.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <bit>
 #include <cstdlib>
+#include <string>
 
 #include "support/gemm_ref.hpp"
 #include "support/gpu.hpp"
@@ -169,6 +171,95 @@ GPU_TEST("gemm accumulates as out + product", "[gemm]") {
   CHECK(wrong == 0);
 }
 
+GPU_TEST("split-K: every K range once, bitmaps ≡ plane, ldo/ocol, accumulate, deterministic", "[gemm]") {
+  const bool coopmat = GENERATE(true, false);
+  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  const GemmTile* tile = coopmat ? nullptr : &kPlain;
+  // K of 10 tiles of 32: 3 layers of 4, 4, 2 tiles; 16 asked gives 10 layers
+  const std::uint32_t m = 70, n = 64, k = 320, ldo = 160, ocol = 48;
+  for (const std::uint32_t splits : {2u, 3u, 16u}) {
+    for (const GemmB mode : {GemmB::plane, GemmB::bits_n, GemmB::bits_t}) {
+      INFO(to_string(mode) << (coopmat ? " coopmat" : " plain") << ", " << splits << " layers");
+      // small integers: every order of summation gives the exact sum, so a
+      // K range summed twice or missed shows as a wrong value
+      const Problem ints = make_problem(ctx, m, n, k, mode, 70 + splits, true);
+      const auto exact = run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, tile);
+      const auto want_ints = vkt::matmul_nt(ints.act, ints.plane, m, n, k);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < want_ints.size(); ++i) bad += exact[i] != static_cast<float>(want_ints[i]);
+      CHECK(bad == 0);
+
+      const Problem p = make_problem(ctx, m, n, k, mode, 80 + splits);
+      const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+      const auto got = run_gemm(ctx, p, shape, tile);
+      CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+      CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, tile)) == 0);  // run after run
+      if (mode != GemmB::plane) {  // the bitmap expanded on the host, the same layers
+        Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 80 + splits);
+        plane.act_buf = ctx.upload(to_f16(p.act));
+        plane.b_buf = ctx.upload(to_f16(p.plane));
+        CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, plane, shape, tile)) == 0);
+      }
+
+      // a column block of a wider output, accumulated onto a prior value:
+      // out = prior + sum·oscale, the columns outside the block untouched
+      auto prior = vkt::random_floats(std::size_t{m} * ldo, 90 + splits, 3.0f);
+      for (std::uint32_t i = 0; i < m; ++i) {
+        for (std::uint32_t c = 0; c < ldo; ++c) {
+          if (c < ocol || c >= ocol + n) prior[i * ldo + c] = std::bit_cast<float>(vkt::kPoison32);
+        }
+      }
+      Buffer out = ctx.upload(prior);
+      Recorder rec(ctx);
+      rec.add(gemm(ctx, p.act_buf, p.b_buf, p.mode, out, {m, n, k, 0, ldo, ocol, 0.5f, true, splits}, tile));
+      rec.run();
+      const auto acc = out.download<float>();
+      std::size_t touched = 0, wrong = 0;
+      for (std::uint32_t i = 0; i < m; ++i) {
+        for (std::uint32_t c = 0; c < ldo; ++c) {
+          const float v = acc[i * ldo + c];
+          if (c < ocol || c >= ocol + n) {
+            touched += std::bit_cast<std::uint32_t>(v) != vkt::kPoison32;
+          } else {
+            // got = sum·0.5 exactly as the epilogue rounds it
+            wrong += v != prior[i * ldo + c] + got[i * n + c - ocol];
+          }
+        }
+      }
+      CHECK(touched == 0);
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]") {
+  const Problem p = make_problem(ctx, 64, 64, 4096, GemmB::plane, 5);
+  Buffer out = ctx.buffer(64 * 64 * 4);
+  CHECK(gemm(ctx, p.act_buf, p.b_buf, p.mode, out, {64, 64, 4096, 0, 0, 0, 1.0f, false, 1}).size() == 1);
+  CHECK(gemm(ctx, p.act_buf, p.b_buf, p.mode, out, {64, 64, 4096, 0, 0, 0, 1.0f, false, 4}).size() == 2);
+  const GemmTile tile = gemm_tile_for(ctx, 64, 64, 4096);
+  const std::uint32_t automatic = gemm_splits_for(ctx, tile, 64, 64, 4096);
+  const auto f = ctx.caps().f16_fragment();
+  if (tile.coopmat && f && f->m >= 16) {
+    CHECK(automatic == 8);  // 1 tile: 256 groups wanted, 4096 / 512 layers at most
+  } else {
+    CHECK(automatic == 1);  // small fragments, the plain kernel: never split by itself
+  }
+  CHECK(gemm_splits_for(ctx, tile, 4096, 4096, 4096) == 1);  // enough tiles
+  ::setenv("VKBLR_GEMM_SPLITK", "3", 1);
+  const std::uint32_t forced = gemm_splits_for(ctx, tile, 4096, 4096, 4096);
+  ::setenv("VKBLR_GEMM_SPLITK", "0", 1);
+  std::string message;
+  try {
+    (void)gemm_splits_for(ctx, tile, 64, 64, 4096);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::unsetenv("VKBLR_GEMM_SPLITK");
+  CHECK(forced == 3);
+  CHECK(message.find("VKBLR_GEMM_SPLITK=0") != std::string::npos);
+}
+
 GPU_TEST("gemm on f32 data staged by cvt stays within f16 tolerance", "[gemm]") {
   const std::uint32_t m = 96, n = 64, k = 256;
   const auto x = vkt::random_floats(std::size_t{m} * k, 51, 1.0f);
@@ -228,6 +319,8 @@ GPU_TEST("gemm refuses bad shapes, small buffers and impossible tiles", "[gemm][
   CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {0, 64, 64}); }).find("m = 0") != std::string::npos);
   CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {32, 64, 64, 0, 64, 16}); }).find("ldo") !=
         std::string::npos);
+  CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64, 0, 0, 0, 1.0f, false, 65}); })
+            .find("k_splits = 65") != std::string::npos);
   const GemmTile huge{256, 256, 64, 64, 64, 2, ctx.caps().coopmat};
   CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64}, &huge); }).find("shared memory") !=
         std::string::npos);

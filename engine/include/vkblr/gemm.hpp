@@ -23,6 +23,14 @@
 // GEMM: same bits. The workgroup tile comes from the device and the shape
 // (gemm_tile_for); VKBLR_GEMM_TILE="bm,bn,bk,wm,wn,stages" overrides it.
 // For a given device, shape and tile, results are deterministic.
+//
+// Split-K: where an output has too few tiles to fill the device and K is
+// long (the sign gradients: tokens as K), the K range is cut into s layers
+// that run side by side, each writing its product into a context scratch
+// workspace [s][m][n] f32, and a second dispatch (gemm_splitk_reduce) sums
+// the layers in order and applies oscale / accumulate. Deterministic for a
+// given s; results differ from s = 1 only by f32 summation order.
+// VKBLR_GEMM_SPLITK=s forces s for every automatic choice.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +52,9 @@ struct GemmShape {
   std::uint32_t ocol = 0;  // first out column written
   float oscale = 1.0f;
   bool accumulate = false;  // out += product
+  // Split-K layers: 0 = automatic (gemm_splits_for), 1 = none, s > 1 = K cut
+  // into s ranges of whole K tiles (fewer when K has fewer tiles).
+  std::uint32_t k_splits = 0;
 };
 
 // A workgroup tile: BM × BN outputs over K steps of BK; cooperative-matrix
@@ -58,12 +69,19 @@ struct GemmTile {
 // The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and
 // VKBLR_MM_COOPMAT=0 honoured).
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k);
+// The split-K layers vkblr uses for this shape and tile (VKBLR_GEMM_SPLITK
+// honoured): on devices with 16-wide fragments, 256 / tiles rounded (about
+// two workgroups per multiprocessor of a large GPU), each layer at least
+// 512 of K; elsewhere 1.
+std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
+                              std::uint32_t k);
 // Throws Error when `tile` cannot run on this device (shared memory,
 // invocations, divisibility), naming the broken rule.
 void check_gemm_tile(const Context& ctx, const GemmTile& tile);
 
 // The GEMM; `b` holds the plane or the bitmap of `mode`. `tile` = nullptr:
-// gemm_tile_for. One dispatch (two under VKBLR_MM_BITS=0 for bitmaps).
+// gemm_tile_for. One dispatch (one more under VKBLR_MM_BITS=0 for
+// bitmaps, one more with split-K).
 Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
          const GemmTile* tile = nullptr);
 

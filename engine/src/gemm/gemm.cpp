@@ -2,6 +2,7 @@
 // glsl/gemm_plain.comp).
 #include "vkblr/gemm.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <format>
 #include <sstream>
@@ -111,12 +112,32 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (f.m >= 16 && sg >= 32) {
     // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
     // tile would leave most of the device idle
-    if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 2, true};
+    // (H200 sweep 2026-12-02: one stage beat two at 128×128, where two
+    // stages halve the workgroups a multiprocessor can hold)
+    if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, true};
     return {64, 64, 32, 32, 32, 2, true};
   }
   // small fragments and subgroups (lavapipe: 8×8×8, subgroup 8): 2×2
   // subgroups of 2×2 fragments
   return {4 * f.m, 4 * f.n, 32, 2 * f.m, 2 * f.n, 2, true};
+}
+
+std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
+                              std::uint32_t k) {
+  if (const char* forced = std::getenv("VKBLR_GEMM_SPLITK"); forced && *forced) {
+    const long s = std::strtol(forced, nullptr, 10);
+    require(s >= 1 && s <= 64, "VKBLR_GEMM_SPLITK={}: expected 1..64", forced);
+    return static_cast<std::uint32_t>(s);
+  }
+  const auto f = ctx.caps().f16_fragment();
+  if (!tile.coopmat || !f || f->m < 16) return 1;
+  const std::uint64_t tiles = std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn);
+  // H200 sweep (2026-12-02, docs/runs/): 32 tiles of K 4096 ran best as 8
+  // layers, 112 and 128 tiles as 2, from 224 tiles on splitting lost
+  constexpr std::uint64_t kTargetGroups = 256, kMinLayerK = 512;
+  const std::uint64_t by_groups = std::max<std::uint64_t>(1, (kTargetGroups + tiles / 2) / tiles);
+  const std::uint64_t by_k = std::max<std::uint64_t>(1, k / kMinLayerK);
+  return static_cast<std::uint32_t>(std::min(by_groups, by_k));
 }
 
 Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
@@ -198,13 +219,42 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   p.ocol = shape.ocol;
   p.accumulate = shape.accumulate ? 1u : 0u;
   p.oscale = shape.oscale;
-  d.set_push(p).bind(0, act, Access::read);
-  d.bind(mode == GemmB::plane ? 1 : 2, b, Access::read);
-  d.bind(3, out, shape.accumulate ? Access::read_write : Access::write);
   d.groups = {detail::ceil_div(n, tile.bn), detail::ceil_div(m, tile.bm), 1};
   require(d.groups[1] <= caps.max_workgroup_count[1], "gemm: m = {} needs {} row tiles, the device allows {}", m,
           d.groups[1], caps.max_workgroup_count[1]);
-  return {d};
+  d.bind(0, act, Access::read);
+  d.bind(mode == GemmB::plane ? 1 : 2, b, Access::read);
+
+  // Split-K: layers of whole K tiles; one layer is the plain GEMM.
+  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k);
+  require(asked <= 64, "gemm: k_splits = {} (at most 64)", asked);
+  const std::uint32_t k_tiles = detail::ceil_div(k, tile.bk);
+  const std::uint32_t k_split = detail::ceil_div(k_tiles, std::min(asked, k_tiles)) * tile.bk;
+  std::uint32_t splits = detail::ceil_div(k, k_split);
+  if (std::uint64_t{splits} * m * n > 0xffffffffull || splits > caps.max_workgroup_count[2]) splits = 1;
+  if (splits == 1) {
+    d.set_push(p).bind(3, out, shape.accumulate ? Access::read_write : Access::write);
+    return {d};
+  }
+  const std::uint64_t layer_floats = std::uint64_t{m} * n;
+  const std::uint64_t bytes = splits * layer_floats * 4;
+  const Buffer& ws = ctx.impl().scratch("gemm_splitk_" + std::to_string(bytes), bytes);
+  GemmPush layers = p;
+  layers.ldo = n;
+  layers.ocol = 0;
+  layers.accumulate = 0;
+  layers.oscale = 1.0f;
+  layers.k_split = k_split;
+  layers.z_stride = static_cast<std::uint32_t>(layer_floats);
+  d.set_push(layers).bind(3, ws, Access::write);
+  d.groups[2] = splits;
+
+  Dispatch reduce = detail::make_dispatch(ctx, detail::KernelId::gemm_splitk_reduce, "gemm_splitk_reduce");
+  GemmPush r = p;
+  r.splits = splits;
+  reduce.set_push(r).bind(0, ws, Access::read).bind(3, out, shape.accumulate ? Access::read_write : Access::write);
+  reduce.groups = detail::elt_grid(layer_floats / 4, "gemm_splitk_reduce");
+  return {d, reduce};
 }
 
 }  // namespace vkblr
