@@ -78,6 +78,47 @@ TEST_CASE("synthetic activations: seeded Gaussians with outlier channels", "[fit
              ContainsSubstring("5 outlier channels in 4 channels"));
 }
 
+TEST_CASE("synthetic activations: a power-law covariance spectrum in a random basis", "[fit]") {
+  const std::size_t tokens = 20000, n = 32;
+  const SyntheticActivationSpec spec{
+      .tokens = tokens, .n = n, .spectrum_decay = 1.0, .outlier_channels = 0, .outlier_scale = 1.0, .seed = 8};
+  const Matrix x = synthetic_activations(spec);
+  CHECK(synthetic_activations(spec).values == x.values);
+  // sample covariance, its trace (Σλ = n) and its top eigenvalue by power
+  // iteration: λ₀ = n / Σ_i (i+1)^-1
+  std::vector<double> cov(n * n, 0.0);
+  for (std::size_t t = 0; t < tokens; ++t) {
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) cov[i * n + j] += double{x(t, i)} * x(t, j) / tokens;
+    }
+  }
+  double trace = 0, harmonic = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    trace += cov[i * n + i];
+    harmonic += 1.0 / static_cast<double>(i + 1);
+  }
+  std::vector<double> v(n, 1.0), w(n);
+  double top = 0;
+  for (int it = 0; it < 300; ++it) {
+    double norm = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      w[i] = 0;
+      for (std::size_t j = 0; j < n; ++j) w[i] += cov[i * n + j] * v[j];
+      norm += w[i] * w[i];
+    }
+    top = std::sqrt(norm);
+    for (std::size_t i = 0; i < n; ++i) v[i] = w[i] / top;
+  }
+  CHECK_THAT(trace, WithinRel(double(n), 0.03));
+  CHECK_THAT(top, WithinRel(double(n) / harmonic, 0.05));
+  // correlated: no channel carries its eigenvalue alone (a random basis)
+  double largest_diagonal = 0;
+  for (std::size_t i = 0; i < n; ++i) largest_diagonal = std::max(largest_diagonal, cov[i * n + i]);
+  CHECK(largest_diagonal < 0.6 * top);
+  CHECK_THAT(vkt::error_of([] { synthetic_activations({.tokens = 8, .n = 4, .spectrum_decay = -1.0}); }),
+             ContainsSubstring("decay -1"));
+}
+
 TEST_CASE("held-out split: the last tokens, refusing an empty side", "[fit]") {
   Matrix x(5, 2);
   for (std::size_t i = 0; i < x.values.size(); ++i) x.values[i] = static_cast<float>(i);

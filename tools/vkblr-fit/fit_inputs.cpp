@@ -35,10 +35,13 @@ FitInputs load_fit_inputs(const FitOptions& o) {
   const std::size_t need = std::size_t{o.tokens} + o.held_out;
   Matrix x;
   if (o.activations_path.empty()) {
-    x = synthetic_activations({.tokens = static_cast<std::uint32_t>(need), .n = static_cast<std::uint32_t>(in.w.cols),
+    x = synthetic_activations({.tokens = static_cast<std::uint32_t>(need),
+                               .n = static_cast<std::uint32_t>(in.w.cols),
+                               .spectrum_decay = o.activation_decay,
                                .seed = o.seed + 1});
-    in.activation_source = std::format("synthetic Gaussian {}x{} with outlier channels (seed {})", need, in.w.cols,
-                                       o.seed + 1);
+    in.activation_source =
+        std::format("synthetic Gaussian {}x{}, covariance spectrum decay {}, with outlier channels (seed {})", need,
+                    in.w.cols, o.activation_decay, o.seed + 1);
   } else {
     x = read_matrix_file(o.activations_path, o.activations_tensor, "activations");
     in.activation_source = o.activations_path + (o.activations_tensor.empty() ? "" : ":" + o.activations_tensor);

@@ -16,6 +16,7 @@ struct FitOptions {
   std::string tensor;             // tensor name in a safetensors weight file
   std::string activations_path;   // .safetensors or .npy [T][n]; empty: synthetic
   std::string activations_tensor;
+  double activation_decay = 0.0;  // synthetic X: power-law decay of its covariance spectrum
   std::uint32_t synthetic_m = 0, synthetic_n = 0;  // 0: chosen by device (lavapipe 512×512, GPUs 3584×1024)
   std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
   std::uint32_t held_out = 0;      // held-out tokens; 0: one batch

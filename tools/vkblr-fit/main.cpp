@@ -35,6 +35,9 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--bpw", o.bpw, "target bits per weight; the rank is derived")->excludes(rank);
   app.add_option("--paths", o.paths, "paths P")->check(CLI::Range(1u, 16u));
   const std::map<std::string, vkblr::fit::ScaleDtype> dtypes{{"f16", vkblr::fit::ScaleDtype::f16},
+  app.add_option("--activation-decay", o.activation_decay,
+                 "synthetic X: covariance eigenvalues decay as (i+1)^-D (0: independent channels)")
+      ->check(CLI::Range(0.0, 4.0));
                                                              {"f32", vkblr::fit::ScaleDtype::f32}};
   app.add_option("--scale-dtype", o.scale_dtype, "dtype of stored scales (f16, f32)")
       ->transform(CLI::CheckedTransformer(dtypes, CLI::ignore_case));

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include <Eigen/Dense>
+
 #include "vkblr-fit/linalg.hpp"
 #include "vkblr-fit/random.hpp"
 #include "vkblr/error.hpp"
@@ -54,13 +56,33 @@ Matrix synthetic_activations(const SyntheticActivationSpec& spec) {
   require(spec.outlier_channels <= spec.n, "synthetic activations: {} outlier channels in {} channels",
           spec.outlier_channels, spec.n);
   require(spec.outlier_scale > 0, "synthetic activations: outlier scale {} is not positive", spec.outlier_scale);
+  require(spec.spectrum_decay >= 0 && std::isfinite(spec.spectrum_decay),
+          "synthetic activations: spectrum decay {} is negative", spec.spectrum_decay);
   Rng rng(spec.seed);
   std::vector<double> deviation(spec.n, 1.0);
   for (const std::size_t j : distinct_indices(spec.n, spec.outlier_channels, rng)) deviation[j] = spec.outlier_scale;
   Matrix x(spec.tokens, spec.n);
-  for (std::size_t t = 0; t < spec.tokens; ++t) {
-    for (std::size_t j = 0; j < spec.n; ++j) x(t, j) = static_cast<float>(rng.normal() * deviation[j]);
+  if (spec.spectrum_decay == 0) {
+    for (std::size_t t = 0; t < spec.tokens; ++t) {
+      for (std::size_t j = 0; j < spec.n; ++j) x(t, j) = static_cast<float>(rng.normal() * deviation[j]);
+    }
+    return x;
   }
+  for (float& v : x.values) v = static_cast<float>(rng.normal());
+  // X = Z·diag(√λ)·Qᵀ: Q [n][n] random orthonormal, Σλ = n
+  const MatrixF64 q = random_orthonormal_columns(spec.n, spec.n, rng);
+  std::vector<double> lambda(spec.n);
+  double sum = 0;
+  for (std::size_t c = 0; c < spec.n; ++c) sum += lambda[c] = std::pow(static_cast<double>(c + 1), -spec.spectrum_decay);
+  using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  RowMajorF mix(spec.n, spec.n);  // mix(c, j) = √λ_c · Q(j, c), times the channel's outlier scale
+  for (std::size_t c = 0; c < spec.n; ++c) {
+    const double root = std::sqrt(lambda[c] * static_cast<double>(spec.n) / sum);
+    for (std::size_t j = 0; j < spec.n; ++j) mix(c, j) = static_cast<float>(root * q(j, c) * deviation[j]);
+  }
+  Eigen::Map<RowMajorF> z(x.values.data(), static_cast<Eigen::Index>(spec.tokens), static_cast<Eigen::Index>(spec.n));
+  const RowMajorF mixed = z * mix;
+  z = mixed;
   return x;
 }
 

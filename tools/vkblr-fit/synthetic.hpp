@@ -28,16 +28,21 @@ struct SyntheticWeightSpec {
 // non-positive scale.
 Matrix synthetic_weight(const SyntheticWeightSpec& spec);
 
-// X [tokens][n]: independent Gaussians, standard deviation 1, except
-// `outlier_channels` distinct random channels with standard deviation
+// X [tokens][n]: Gaussian tokens whose covariance has eigenvalues
+// λ_i ∝ (i+1)^-spectrum_decay in a random orthonormal basis, normalised to
+// mean 1 (LLM activations are strongly correlated across channels: their
+// covariance spectrum decays like a power law; 0 gives independent channels
+// of variance 1); then `outlier_channels` distinct random channels scaled by
 // `outlier_scale` (the few high-variance channels of LLM activations).
 struct SyntheticActivationSpec {
   std::uint32_t tokens = 0, n = 0;
+  double spectrum_decay = 0.0;
   std::uint32_t outlier_channels = 4;
   double outlier_scale = 10.0;
   std::uint64_t seed = 2;
 };
-// Throws vkblr::Error for an empty shape or outlier_channels > n.
+// Throws vkblr::Error for an empty shape, outlier_channels > n or a
+// negative decay.
 Matrix synthetic_activations(const SyntheticActivationSpec& spec);
 
 // Calibration tokens split into training and held-out rows: the last
