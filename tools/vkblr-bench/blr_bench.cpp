@@ -100,6 +100,8 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
           last = std::max(last, ev[e].start_us + ev[e].duration_us);
           sum += ev[e].duration_us;
           cls[class_of(ev[e])] += ev[e].duration_us;
+          res.per_name_ms[(ev[e].tag.empty() ? "" : ev[e].tag + "/") + ev[e].name] +=
+              ev[e].duration_us * 1e-3 / static_cast<double>(o.reps);
           all += ev[e].duration_us;
         }
         span.push_back((last - first) * 1e-3);
@@ -143,6 +145,7 @@ std::string format_blr_result(const BlrResult& r) {
   if (r.torch_compile_ms > 0) {
     s += std::format("; torch.compile {:.2f} ms = {:.2f}x", r.torch_compile_ms, r.torch_compile_ms / r.replay_ms);
   }
+  for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<28} {:.4f} ms/step", name, ms);
   return s;
 }
 
@@ -160,6 +163,7 @@ nlohmann::json to_json(const BlrResult& r) {
   j["share"] = r.share;
   j["dispatches"] = r.dispatches;
   j["barriers"] = r.barriers;
+  j["per_name_ms"] = r.per_name_ms;
   j["reps"] = r.span.reps;
   if (r.torch_compile_ms > 0) {
     j["torch_compile_ms"] = r.torch_compile_ms;

@@ -36,6 +36,7 @@ struct BlrResult {
   std::map<std::string, double> share;  // fraction of busy time per class: gemm, sign gemm, reductions, elementwise
   std::uint32_t dispatches = 0, barriers = 0;
   double torch_compile_ms = 0;  // PyTorch 2.11 torch.compile on the H200 (issue 5)
+  std::map<std::string, double> per_name_ms;  // per step: GPU time of each dispatch name
 };
 
 std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions& options);
