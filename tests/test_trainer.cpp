@@ -1,8 +1,10 @@
 // BlrTrainer: a whole training step as one replayed Graph. Signs learn on a
 // planted problem with every optimizer; a replayed graph equals separately
-// recorded steps; one submit per step; a NaN step is skipped and reported.
+// recorded steps; one submit per step; a NaN step is skipped and reported;
+// split steps (accumulate + apply) ≡ one step, and micro-batches add up.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -285,4 +287,83 @@ GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches �
   // gradients against f64 (3e-3) holds for both
   CHECK(vkt::rel_error(cu.kept_gradient().download<float>(), want.paths[0].gu) < 3e-3);
   CHECK(vkt::rel_error(cv.kept_gradient().download<float>(), want.paths[0].gv) < 3e-3);
+}
+
+GPU_TEST("split steps: accumulate + apply ≡ one step; micro-batches add up to the sum of their blocks", "[trainer]") {
+  const Planted planted = make_planted(ctx, 51);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 52);
+  BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+  c.train_h = c.train_l = c.train_g = true;
+  c.sign_step.flip_budget = 0.01f;
+  auto snapshot = [](const BlrLayer& layer, BlrTrainer& trainer) {
+    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
+    for (const Buffer* b : {&layer.paths[0].bits_u, &layer.paths[0].bits_v}) {
+      const auto v = b->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    for (auto& [name, buffer] : trainer.state()) {
+      const auto v = buffer->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  // one graph per step vs the split halves (and step() of a split trainer)
+  BlrLayer one = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrLayer two = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainer whole(ctx, one, kTok, c);
+  c.split = true;
+  BlrTrainer halves(ctx, two, kTok, c);
+  for (int b = 0; b < 2; ++b) {
+    whole.add_batch(planted.x[b], planted.target[b]);
+    halves.add_batch(planted.x[b], planted.target[b]);
+  }
+  for (int s = 0; s < 4; ++s) {
+    const StepResult want = whole.step(static_cast<std::size_t>(s % 2), 0.02f, 1e-3f);
+    StepResult got;
+    if (s % 2 == 0) {
+      const double sq = halves.accumulate(static_cast<std::size_t>(s % 2));
+      CHECK(sq == want.sq_error);
+      got = halves.apply(0.02f, 1e-3f);
+    } else {
+      got = halves.step(static_cast<std::size_t>(s % 2), 0.02f, 1e-3f);
+    }
+    CHECK(got.applied == want.applied);
+    CHECK(got.step == want.step);
+    CHECK(got.sq_error == want.sq_error);
+    CHECK(vkt::count_bit_diffs(snapshot(one, whole), snapshot(two, halves)) == 0);
+  }
+  CHECK_THROWS_WITH(whole.accumulate(0), Catch::Matchers::ContainsSubstring("split"));
+  CHECK_THROWS_WITH(halves.apply(0.02f, 1e-3f), Catch::Matchers::ContainsSubstring("no accumulate()"));
+
+  // two micro-batches accumulated on the device: the block is (0 + block of
+  // the first) + block of the second, in f32, bit for bit — the order the
+  // MPI all-reduce sums the ranks' blocks in
+  std::vector<std::vector<float>> blocks;
+  for (int b = 0; b < 2; ++b) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainer t(ctx, layer, kTok, c);
+    t.add_batch(planted.x[b], planted.target[b]);
+    t.accumulate(0);
+    const GradientBlock& g = t.gradient_block();
+    const auto* v = static_cast<const float*>(g.buffer->mapped());
+    blocks.emplace_back(v, v + g.floats);
+  }
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainer t(ctx, layer, kTok, c);
+  for (int b = 0; b < 2; ++b) t.add_batch(planted.x[b], planted.target[b]);
+  const double sq = t.accumulate(0) + t.accumulate(1);
+  const GradientBlock& g = t.gradient_block();
+  REQUIRE(g.floats == blocks[0].size());
+  CHECK(g.loss == 0);
+  CHECK(g.scales == GradientBlock::kLossPartials);
+  CHECK(g.signs.size() == 2);
+  CHECK(g.signs[0] == g.scales + layer.scale_count);
+  CHECK(g.signs[1] == g.signs[0] + kM * kR);
+  CHECK(g.floats == g.signs[1] + kN * kR);
+  std::vector<float> sum(g.floats);
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = (0.0f + blocks[0][i]) + blocks[1][i];
+  const auto* got = static_cast<const float*>(g.buffer->mapped());
+  CHECK(vkt::count_bit_diffs(std::vector<float>(got, got + g.floats), sum) == 0);
+  const StepResult r = t.apply(0.02f, 1e-3f);
+  CHECK(std::abs(r.sq_error - sq) <= 1e-6 * sq);  // f32 partials summed, then f64
 }

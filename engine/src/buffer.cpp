@@ -1,5 +1,6 @@
 #include "vkblr/buffer.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "context_impl.hpp"
@@ -76,6 +77,31 @@ void Buffer::read(void* data, std::uint64_t bytes, std::uint64_t offset) const {
 void Buffer::fill(std::uint32_t word, std::uint64_t offset, std::uint64_t bytes) {
   require(owner_ != nullptr, "Buffer::fill on an empty buffer");
   owner_->fill(*this, word, offset, bytes);
+}
+
+namespace {
+
+// The VMA range of [offset, offset + bytes) of a mapped buffer (a view's
+// offset added), after checking it.
+std::pair<std::uint64_t, std::uint64_t> mapped_range(const Buffer& b, std::uint64_t offset, std::uint64_t bytes,
+                                                     const char* what) {
+  require(b.mapped() != nullptr, "{}: not a host_buffer", what);
+  if (bytes == kWholeBuffer) bytes = b.size() - std::min(offset, b.size());
+  require(offset <= b.size() && bytes <= b.size() - offset, "{}: {} bytes at offset {} outside a buffer of {} bytes",
+          what, bytes, offset, b.size());
+  return {b.offset() + offset, bytes};
+}
+
+}  // namespace
+
+void Buffer::invalidate(std::uint64_t offset, std::uint64_t bytes) const {
+  const auto [first, n] = mapped_range(*this, offset, bytes, "Buffer::invalidate");
+  VKBLR_VK(vmaInvalidateAllocation(owner_->allocator, static_cast<VmaAllocation>(allocation_), first, n));
+}
+
+void Buffer::flush(std::uint64_t offset, std::uint64_t bytes) const {
+  const auto [first, n] = mapped_range(*this, offset, bytes, "Buffer::flush");
+  VKBLR_VK(vmaFlushAllocation(owner_->allocator, static_cast<VmaAllocation>(allocation_), first, n));
 }
 
 }  // namespace vkblr

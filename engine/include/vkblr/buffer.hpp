@@ -59,6 +59,15 @@ class Buffer {
   // Sets every 32-bit word of [offset, offset + bytes) to `word` (synchronous).
   void fill(std::uint32_t word, std::uint64_t offset = 0, std::uint64_t bytes = kWholeBuffer);
 
+  // Direct access through mapped() to a host_buffer, with no copy: after a
+  // batch that wrote [offset, offset + bytes) has finished, invalidate()
+  // makes those writes visible to host reads of mapped(); after host writes
+  // through mapped(), flush() makes them visible to batches submitted later.
+  // (read/write do both themselves.) No-ops on host-coherent memory. Throw
+  // Error for a device buffer or a range outside the buffer.
+  void invalidate(std::uint64_t offset = 0, std::uint64_t bytes = kWholeBuffer) const;
+  void flush(std::uint64_t offset = 0, std::uint64_t bytes = kWholeBuffer) const;
+
   template <class T>
   void upload(std::span<const T> values, std::uint64_t first = 0) {
     write(values.data(), values.size_bytes(), first * sizeof(T));

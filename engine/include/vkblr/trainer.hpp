@@ -18,12 +18,32 @@
 // guard must see them all), so the sign matrices run in deferred mode with
 // one micro-batch: bit for bit what an immediate step gives.
 //
+// Split steps (BlrTrainerConfig::split): a step's two halves are separate
+// graphs, with the gradients in a host-visible GradientBlock between them,
+// for data-parallel training (vkblr/mpi.hpp all-reduces the block across
+// ranks) and micro-batches:
+//
+//   accumulate(batch)  graph A (one per batch): forward, loss, backward; the
+//                      gradients ADD to the pending ones (zero after the
+//                      last apply) and are copied into the block
+//   (the caller may change the block: an all-reduce, say)
+//   apply(lrs)         graph B (one): copies the block back into the
+//                      gradient buffers, then the guard, the sign steps and
+//                      Adam; zeroes the pending gradients
+//
+// k accumulate() calls then apply() train on the sum of k batches'
+// gradients, accumulated on the device in call order: (0 + G₁) + G₂ + ...
+// A step is two submits; accumulate(b) then apply() is bit for bit what
+// step(b) of an unsplit trainer does.
+//
 // Ownership: the trainer borrows the layer and the batch buffers (they must
 // outlive it) and owns the optimizer state, the graphs and the scratch.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "vkblr/blr.hpp"
@@ -44,6 +64,25 @@ struct BlrTrainerConfig {
   // Debugging: record a batch's step anew for every step instead of
   // replaying its Graph (the same work, fresh command buffers).
   bool record_every_step = false;
+  // Split steps: accumulate() and apply() instead of one graph per step.
+  bool split = false;
+};
+
+// A split trainer's gradients in one contiguous host_buffer (f32; offsets
+// and lengths in elements), in this order:
+//   loss      [kLossPartials]  partials of ‖y − target‖² (sumsq's order), summed
+//                              in f32 over the accumulate() calls of the step
+//   scales    [scale_count]    layer.scale_grads (same layout, padding zero)
+//   signs[i]  [rows·r]         sign matrix i's kept gradient G (order of signs())
+// Every entry is a sum over tokens, so blocks of disjoint token sets add up
+// to the block of their union.
+struct GradientBlock {
+  static constexpr std::uint32_t kLossPartials = 64;
+  Buffer* buffer = nullptr;  // host_buffer of floats × 4 bytes, mapped
+  std::uint32_t floats = 0;
+  std::uint32_t loss = 0;    // offset of the loss partials (0)
+  std::uint32_t scales = 0;  // offset of the scale gradients
+  std::vector<std::uint32_t> signs;  // offset of each sign matrix's G
 };
 
 struct StepResult {
@@ -66,8 +105,21 @@ class BlrTrainer {
   // An evaluation batch (forward and squared error only).
   std::size_t add_eval_batch(const Buffer& x, const Buffer& target);
 
-  // One step on training batch `batch` with these learning rates: one submit.
+  // One step on training batch `batch` with these learning rates: one
+  // submit (split: accumulate(batch) then apply(), two submits).
   StepResult step(std::size_t batch, float sign_lr, float scale_lr);
+
+  // Split steps only (Error otherwise). accumulate: graph A of training
+  // batch `batch`; returns that batch's ‖y − target‖². On return the
+  // block's device writes are visible through its mapped pointer.
+  double accumulate(std::size_t batch);
+  // Graph B on the block as it is now (flushes it first): the step's loss
+  // is read from the block's loss partials. Error when no accumulate()
+  // preceded it since the last apply().
+  StepResult apply(float sign_lr, float scale_lr);
+  // The block (split only; Error otherwise). Change it only between
+  // accumulate() and apply().
+  const GradientBlock& gradient_block() const;
   // ‖y − target‖² of evaluation batch `batch` with the current layer.
   double eval(std::size_t batch);
 

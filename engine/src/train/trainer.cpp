@@ -27,7 +27,7 @@ struct BlrTrainer::Impl {
   BlrScratch scratch;
   Buffer y, dy, dx;
   Buffer scalars;        // host-visible: the live blocks
-  Buffer loss_partials;  // host-visible: 64 partial sums of (y - target)²
+  Buffer loss_partials;  // host-visible: 64 partial sums of (y - target)² (mse_grad)
   Buffer grad_partials;  // sumsq partials of every gradient, checked by the guard
   Buffer segment_table;  // (offset, length) of every scale vector
   Buffer mask, floors;   // per scale entry
@@ -36,6 +36,12 @@ struct BlrTrainer::Impl {
   std::vector<Graph> train_graphs, eval_graphs;
   std::vector<std::pair<const Buffer*, const Buffer*>> train_batches;  // x, target
   std::uint32_t applied = 0, skipped = 0;
+  // split steps: the block, its layout, graph B, accumulate() calls since
+  // the last apply()
+  Buffer block;
+  GradientBlock layout;
+  Graph apply_graph;
+  std::uint32_t pending = 0;
 
   Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
@@ -49,7 +55,7 @@ struct BlrTrainer::Impl {
     dx = c.buffer(std::uint64_t{ntok} * l.n * 4, "trainer.dx");
     scalars = c.host_buffer(kScalarWords * 4, "trainer.scalars");
     scalars.fill(0);
-    loss_partials = c.host_buffer(64 * 4, "trainer.loss_partials");
+    loss_partials = c.host_buffer(GradientBlock::kLossPartials * 4, "trainer.loss_partials");
 
     // per-entry mask and relative floor of the scales; padding frozen
     std::vector<float> mask_h(layer.scale_count, 0.0f), floor_h(layer.scale_count, 0.0f);
@@ -86,6 +92,43 @@ struct BlrTrainer::Impl {
     // partials: 64 per scale vector, then 64 per sign gradient
     const std::uint64_t vectors = layer.segments.size() + signs.size();
     grad_partials = c.buffer(vectors * ops::kSumsqPartials * 4, "trainer.grad_partials");
+    if (config.split) make_block();
+  }
+
+  // The split mode's block (GradientBlock's layout) and graph B; the
+  // pending gradients start at zero (the kept ones are, after SignMatrix's
+  // init).
+  void make_block() {
+    std::uint64_t floats = GradientBlock::kLossPartials;
+    layout.loss = 0;
+    layout.scales = static_cast<std::uint32_t>(floats);
+    floats += layer.scale_count;
+    for (const SignMatrix& sm : signs) {
+      layout.signs.push_back(static_cast<std::uint32_t>(floats));
+      floats += std::uint64_t{sm.rows()} * sm.r();
+      require(floats <= 0xffffffffu, "BlrTrainer: a gradient block of {} floats (at most 2^32 - 1)", floats);
+    }
+    layout.floats = static_cast<std::uint32_t>(floats);
+    block = ctx.host_buffer(floats * 4, "trainer.gradient_block");
+    block.fill(0);
+    layout.buffer = &block;
+    layer.scale_grads.fill(0);
+    apply_graph = record_apply();
+  }
+
+  // Copies between the gradient buffers and the block, either way.
+  void record_block_copies(Recorder& rec, bool to_block) {
+    auto copy = [&](const Buffer& gradient, std::uint32_t offset, std::uint64_t floats) {
+      if (to_block) {
+        rec.copy(gradient, block, floats * 4, 0, std::uint64_t{offset} * 4);
+      } else {
+        rec.copy(block, gradient, floats * 4, std::uint64_t{offset} * 4, 0);
+      }
+    };
+    copy(layer.scale_grads, layout.scales, layer.scale_count);
+    for (std::size_t s = 0; s < signs.size(); ++s) {
+      copy(signs[s].kept_gradient(), layout.signs[s], std::uint64_t{signs[s].rows()} * signs[s].r());
+    }
   }
 
   void record_forward_loss(Recorder& rec, const Buffer& x, const Buffer& target) {
@@ -98,13 +141,33 @@ struct BlrTrainer::Impl {
     detail::need_bytes(op, "x", x, std::uint64_t{ntok} * layer.n * 4);
     detail::need_bytes(op, "target", target, std::uint64_t{ntok} * layer.m * 4);
     Recorder rec(ctx);
-    rec.fill(layer.scale_grads, 0);
+    if (!config.split) rec.fill(layer.scale_grads, 0);  // split: zeroed by graph B
     record_forward_loss(rec, x, target);
     BlrBackward backward;
     backward.gscale = config.gscale;
     backward.sign_grads = true;
-    backward.accumulate_sign_grads = true;  // into the zeroed kept buffers
+    backward.accumulate_sign_grads = true;  // into the kept buffers (zero after a step)
     blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, backward);
+    if (config.split) {
+      record_block_copies(rec, true);
+    } else {
+      record_update(rec);
+    }
+    return rec.finish();
+  }
+
+  // Split mode's graph B: the block back into the gradient buffers, the
+  // update, the pending scale gradients zeroed (the steps zero the kept ones).
+  Graph record_apply() {
+    Recorder rec(ctx);
+    record_block_copies(rec, false);
+    record_update(rec);
+    rec.fill(layer.scale_grads, 0);
+    return rec.finish();
+  }
+
+  // The guard, the sign steps and Adam on the gradients in place.
+  void record_update(Recorder& rec) {
     // the guard: every gradient's sumsq partials, any NaN/Inf skips the step
     const auto segments = static_cast<std::uint32_t>(layer.segments.size());
     rec.add(ops::sumsq_cat(ctx, layer.scale_grads, layer.scale_count, segment_table, segments, grad_partials));
@@ -125,7 +188,6 @@ struct BlrTrainer::Impl {
     adam.live = {&scalars, kScaleWord};
     rec.add(ops::adam_cat(ctx, layer.scales, layer.scale_grads, moment1, moment2, mask, floors, layer.scale_count,
                           adam));
-    return rec.finish();
   }
 
   Graph record_eval(const Buffer& x, const Buffer& target) {
@@ -138,10 +200,43 @@ struct BlrTrainer::Impl {
   }
 
   double read_sq_error() const {
-    const auto p = loss_partials.download<float>(64);
+    const auto p = loss_partials.download<float>(GradientBlock::kLossPartials);
     double s = 0;
     for (float v : p) s += v;
     return s;
+  }
+
+  void require_split(const char* op) const {
+    require(config.split, "{}: the trainer was made without BlrTrainerConfig::split", op);
+  }
+
+  static void check_rates(const char* op, float sign_lr, float scale_lr) {
+    require(std::isfinite(sign_lr) && std::isfinite(scale_lr), "{}: learning rates {} and {}", op, sign_lr, scale_lr);
+  }
+
+  // Step t's learning rates into the live blocks.
+  std::uint32_t set_rates(float sign_lr, float scale_lr) {
+    const std::uint32_t t = applied + 1;
+    ops::write_live_scalars(scalars, kSignWord, sign_lr, t);
+    ops::write_live_scalars(scalars, kScaleWord, scale_lr, t);
+    return t;
+  }
+
+  // The outcome of step t after its update ran: the guard's verdict, counters.
+  StepResult finish_step(std::uint32_t t, double sq_error) {
+    std::uint32_t skip = 0;
+    scalars.read(&skip, 4, (kSignWord + 2) * 4);
+    StepResult r;
+    r.applied = skip == 0;
+    r.step = t;
+    r.sq_error = sq_error;
+    r.loss = 0.5 * r.sq_error / config.loss_norm;
+    if (r.applied) {
+      ++applied;
+    } else {
+      ++skipped;
+    }
+    return r;
   }
 };
 
@@ -163,28 +258,61 @@ std::size_t BlrTrainer::add_eval_batch(const Buffer& x, const Buffer& target) {
 StepResult BlrTrainer::step(std::size_t batch, float sign_lr, float scale_lr) {
   Impl& s = *impl_;
   require(batch < s.train_graphs.size(), "BlrTrainer::step: batch {} of {}", batch, s.train_graphs.size());
-  require(std::isfinite(sign_lr) && std::isfinite(scale_lr), "BlrTrainer::step: learning rates {} and {}", sign_lr,
-          scale_lr);
-  const std::uint32_t t = s.applied + 1;
-  ops::write_live_scalars(s.scalars, kSignWord, sign_lr, t);
-  ops::write_live_scalars(s.scalars, kScaleWord, scale_lr, t);
+  Impl::check_rates("BlrTrainer::step", sign_lr, scale_lr);
+  if (s.config.split) {
+    accumulate(batch);
+    return apply(sign_lr, scale_lr);
+  }
+  const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
   if (s.config.record_every_step) {
     s.train_graphs[batch] = s.record_train(*s.train_batches[batch].first, *s.train_batches[batch].second);
   }
   s.train_graphs[batch].run();
-  std::uint32_t skip = 0;
-  s.scalars.read(&skip, 4, (kSignWord + 2) * 4);
-  StepResult r;
-  r.applied = skip == 0;
-  r.step = t;
-  r.sq_error = s.read_sq_error();
-  r.loss = 0.5 * r.sq_error / s.config.loss_norm;
-  if (r.applied) {
-    ++s.applied;
-  } else {
-    ++s.skipped;
+  return s.finish_step(t, s.read_sq_error());
+}
+
+double BlrTrainer::accumulate(std::size_t batch) {
+  Impl& s = *impl_;
+  s.require_split("BlrTrainer::accumulate");
+  require(batch < s.train_graphs.size(), "BlrTrainer::accumulate: batch {} of {}", batch, s.train_graphs.size());
+  if (s.config.record_every_step) {
+    s.train_graphs[batch] = s.record_train(*s.train_batches[batch].first, *s.train_batches[batch].second);
   }
-  return r;
+  s.train_graphs[batch].run();
+  s.block.invalidate();
+  // the loss partials of the step so far, in f32 in call order
+  float partials[GradientBlock::kLossPartials];
+  s.loss_partials.read(partials, sizeof partials);
+  auto* loss = static_cast<float*>(s.block.mapped()) + s.layout.loss;
+  double sq = 0;
+  for (std::uint32_t i = 0; i < GradientBlock::kLossPartials; ++i) {
+    loss[i] = (s.pending == 0 ? 0.0f : loss[i]) + partials[i];
+    sq += partials[i];
+  }
+  s.block.flush(std::uint64_t{s.layout.loss} * 4, sizeof partials);
+  ++s.pending;
+  return sq;
+}
+
+StepResult BlrTrainer::apply(float sign_lr, float scale_lr) {
+  Impl& s = *impl_;
+  s.require_split("BlrTrainer::apply");
+  require(s.pending > 0, "BlrTrainer::apply: no accumulate() since the last step");
+  Impl::check_rates("BlrTrainer::apply", sign_lr, scale_lr);
+  const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
+  s.block.flush();
+  if (s.config.record_every_step) s.apply_graph = s.record_apply();
+  s.apply_graph.run();
+  s.pending = 0;
+  const auto* loss = static_cast<const float*>(s.block.mapped()) + s.layout.loss;
+  double sq = 0;
+  for (std::uint32_t i = 0; i < GradientBlock::kLossPartials; ++i) sq += loss[i];
+  return s.finish_step(t, sq);
+}
+
+const GradientBlock& BlrTrainer::gradient_block() const {
+  impl_->require_split("BlrTrainer::gradient_block");
+  return impl_->layout;
 }
 
 double BlrTrainer::eval(std::size_t batch) {

@@ -1,0 +1,253 @@
+// vkblr/mpi.hpp — data-parallel training of a blr layer across MPI ranks:
+// the optional library vkblr::mpi (CMake option VKBLR_MPI; vkblr itself
+// never needs MPI).
+//
+// Every rank drives one Vulkan device (RankGroup::device) and trains the
+// same layer on its slice of every batch's tokens. A step
+// (DistributedTrainer::step) is
+//
+//   1. on each rank, BlrTrainer's split graph A on its slice: forward, loss,
+//      backward; the GPU copies the gradients (every sign matrix's kept G,
+//      the scale gradients) and the host the loss partials into the
+//      trainer's GradientBlock, one contiguous host-visible buffer
+//   2. RankGroup::allreduce_sum of the block, deterministic (below)
+//   3. on each rank, graph B on the summed block: the GPU copies it back,
+//      then the non-finite guard, the sign steps and Adam.
+//
+// Every rank runs the same kernels on the same inputs, so bitmaps, scales
+// and optimizer state stay identical on every rank, bit for bit — on
+// devices of one kind and driver (the start-up check compares them).
+//
+// Reduction order (allreduce_sum): the F floats are cut into N contiguous
+// chunks, chunk s = [s·⌊F/N⌋ + min(s, F mod N), +⌊F/N⌋ + (s < F mod N));
+// rank s receives chunk s of every rank (MPI_Ialltoallv), sums each
+// element in rank order, ((0 + v₀) + v₁) + … + v_{N−1} in f32, and the
+// summed chunks go to every rank (MPI_Iallgatherv, in place). Each element
+// is summed once, by one rank, in one order, so every rank receives the
+// same bits — the bits one rank gets by accumulating the ranks' slices as
+// micro-batches in rank order (BlrTrainer::accumulate; 0 + v = v for v
+// not −0). MPI_Allreduce is not used: it promises neither a fixed order
+// nor the same bits on every rank. Traffic per rank: 2·(N−1)/N of the block.
+//
+// Copies: device → block is one GPU copy per gradient buffer inside graph
+// A; MPI sends from and gathers into the mapped block itself; the only host
+// copy is MPI's delivery of the other ranks' pieces of this rank's chunk
+// into a receive buffer (N chunks, one block's worth); block → device is
+// one GPU copy per gradient buffer inside graph B.
+//
+// Tokens: a global batch of T tokens is sliced in rank order (slice()):
+// rank s takes ⌊T/N⌋ tokens, one more when s < T mod N, after those of
+// ranks 0..s−1. Every rank's dy uses the global normaliser
+// (BlrTrainerConfig::loss_norm, L = ½‖y − target‖² / loss_norm over all T
+// tokens), so the summed gradients are those of all T tokens.
+//
+// Failure: the communicator returns errors (MPI_ERRORS_RETURN) and every
+// collective is nonblocking, polled against a deadline
+// (RankGroupOptions::timeout_s). An MPI error or a passed deadline prints
+// "vkblr::mpi: rank R: ..." on stderr and calls MPI_Abort, which ends every
+// rank of the job: nothing waits forever. A rank that dies is usually
+// noticed first by the launcher (Open MPI's mpirun ends the job when a
+// rank is killed or exits without MPI_Finalize); a rank that hangs is
+// caught by the others' deadline. Errors every rank sees alike (bad
+// arguments, the start-up agreement check) throw vkblr::Error on every
+// rank. A caller that catches an error of one rank only should end the job
+// with RankGroup::abort: finalizing would leave the others waiting until
+// their deadline.
+//
+// Threading: one thread per rank calls vkblr::mpi (MPI_THREAD_FUNNELED).
+// Every collective here is called by every rank of the group, in the same
+// order, with the same arguments unless a comment says otherwise.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "vkblr/blr.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/trainer.hpp"
+
+namespace vkblr::mpi {
+
+// MPI for a scope: MPI_Init_thread (MPI_THREAD_FUNNELED) at construction,
+// MPI_Finalize at destruction; neither when MPI was initialised already.
+// Throws Error when MPI cannot be initialised.
+class Session {
+ public:
+  Session(int& argc, char**& argv);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+struct RankGroupOptions {
+  // Longest a collective waits for the other ranks before it aborts the
+  // job, in seconds (> 0). 0: $VKBLR_MPI_TIMEOUT, else 300. It bounds the
+  // slowest rank's lead too: a step's exchange waits for every rank's graph
+  // A, the first one also for every rank's start-up.
+  double timeout_s = 0;
+};
+
+// Tokens [first, first + count) of a global batch.
+struct TokenSlice {
+  std::uint32_t first = 0, count = 0;
+};
+
+// Named values that must be equal on every rank (RankGroup::check_agreement).
+class Fingerprint {
+ public:
+  void add(std::string name, std::string value);
+  // value = a 64-bit FNV-1a hash of the bytes, in hex
+  void add_hash(std::string name, std::span<const std::byte> bytes);
+  const std::vector<std::pair<std::string, std::string>>& fields() const noexcept { return fields_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+// The device of the rank with local rank `local_rank` of `local_size` ranks
+// on its host, as a ContextOptions::device string. `env` is VKBLR_DEVICE:
+// a comma-separated list gives entry local_rank mod its length ("0,1";
+// "H200,H200"); one entry is every rank's. Without it: "" (the Context's
+// own choice) for a lone rank, else the index of device local_rank mod k
+// among the k devices of the best kind in `devices` (discrete GPUs, else
+// integrated, virtual, CPU), so ranks of a host spread over its GPUs.
+std::string device_for_local_rank(int local_rank, int local_size, std::string_view env,
+                                  const std::vector<Caps>& devices);
+
+// The ranks of a communicator training one model. Owns a duplicate of the
+// communicator (MPI_ERRORS_RETURN set on it); MPI must be initialised and
+// outlive the group.
+class RankGroup {
+ public:
+  // Collective over `comm`. Throws Error for a bad timeout.
+  explicit RankGroup(MPI_Comm comm = MPI_COMM_WORLD, const RankGroupOptions& options = {});
+  ~RankGroup();
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  // Rank and rank count on this host (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED).
+  int local_rank() const noexcept { return local_rank_; }
+  int local_size() const noexcept { return local_size_; }
+  double timeout_s() const noexcept { return timeout_s_; }
+  // The deadline of later collectives (e.g. a long one over start-up, a
+  // shorter one per step). Not collective. Throws Error unless > 0.
+  void set_timeout_s(double seconds);
+  MPI_Comm comm() const noexcept { return comm_; }
+
+  // This rank's device (device_for_local_rank with $VKBLR_DEVICE; lists the
+  // devices only when it must). Put it in ContextOptions::device.
+  std::string device() const;
+  // This rank's slice of a global batch of `total` tokens (order above).
+  // Throws Error when total < size() (a rank would get no token).
+  TokenSlice slice(std::uint32_t total) const;
+
+  // Collectives; `what` names the exchange in error messages.
+  // Replaces values (the same length on every rank) by their sum over the
+  // ranks, in the reduction order above. Throws Error (before any
+  // communication) for more than 2^31 − 1 floats.
+  void allreduce_sum(std::span<float> values, std::string_view what);
+  // The sum of every rank's value, in rank order (f64).
+  double sum(double value, std::string_view what);
+  void barrier(std::string_view what);
+  // Compares every field of the ranks' fingerprints; when any differs,
+  // throws Error on every rank naming each differing field with its values
+  // and ranks ("vkblr::mpi: ranks disagree: gscale = 1024 on ranks 0, 2 vs
+  // 512 on rank 1; m = ...").
+  void check_agreement(const Fingerprint& fingerprint);
+
+  // Prints "vkblr::mpi: rank R: message" on stderr and ends the whole job
+  // (MPI_Abort with `code`). Not collective.
+  [[noreturn]] void abort(std::string_view message, int code = 1) const;
+
+ private:
+  // Polls `request` until it completes; aborts on an error or the deadline.
+  void wait(MPI_Request& request, const char* call, std::string_view what);
+  // Aborts unless rc is MPI_SUCCESS.
+  void check(int rc, const char* call, std::string_view what) const;
+  // Every rank's `bytes` (any length each), in rank order.
+  std::vector<std::string> allgather_strings(const std::string& bytes, std::string_view what);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  double timeout_s_ = 0;
+  std::vector<float> chunks_;  // allreduce_sum: this rank's chunk from every rank
+};
+
+struct DistributedOptions {
+  // Measurement: a barrier before each exchange, so StepTiming tells the
+  // wait for slower ranks (wait_s) from the exchange itself (exchange_s).
+  bool timing_barrier = false;
+};
+
+// Wall-clock seconds this rank's steps spent, summed over its steps.
+struct StepTiming {
+  std::uint64_t steps = 0;
+  double accumulate_s = 0;  // graph A: forward, loss, backward, gradients → block
+  double wait_s = 0;        // the timing barrier (0 without it)
+  double exchange_s = 0;    // allreduce_sum of the block (and the wait for slower ranks, without the barrier)
+  double apply_s = 0;       // graph B: block → gradients, guard, sign steps, Adam
+  double total_s() const noexcept { return accumulate_s + wait_s + exchange_s + apply_s; }
+  // exchange_s / total_s (0 before any step)
+  double exchange_share() const noexcept { return total_s() > 0 ? exchange_s / total_s() : 0.0; }
+};
+
+// A BlrTrainer (split steps) whose gradients are summed over the ranks of a
+// group before every update. Borrows the group, context, layer and batch
+// buffers (they must outlive it).
+class DistributedTrainer {
+ public:
+  // Collective. Each rank passes its own Context (on group.device()), a
+  // layer with the same initial values, `total_tokens` of a global batch
+  // and the same configuration (config.loss_norm: the global normaliser;
+  // split is implied). Makes this rank's BlrTrainer for slice().count
+  // tokens, then checks that the ranks agree (check_agreement) on: the
+  // device kind and driver, m, n, r, paths, the scale layout, total_tokens,
+  // every configuration value that changes results, the layer's bits and
+  // scales and the optimizer state (hashed), the step counters. Throws
+  // Error on every rank when they do not.
+  DistributedTrainer(RankGroup& group, Context& ctx, BlrLayer& layer, std::uint32_t total_tokens,
+                     const BlrTrainerConfig& config, const DistributedOptions& options = {});
+
+  TokenSlice slice() const noexcept { return slice_; }
+  // A training / evaluation batch: this rank's slice of it, x f32
+  // [slice().count][n], target f32 [slice().count][m]. Every rank adds its
+  // batches in the same order.
+  std::size_t add_batch(const Buffer& x, const Buffer& target);
+  std::size_t add_eval_batch(const Buffer& x, const Buffer& target);
+
+  // Collective: one step on training batch `batch` of every rank. The
+  // result is every rank's (sq_error and loss of the global batch).
+  StepResult step(std::size_t batch, float sign_lr, float scale_lr);
+  // Collective: ‖y − target‖² of evaluation batch `batch` over all ranks.
+  double eval(std::size_t batch);
+  // Collective: the constructor's agreement check again, e.g. after every
+  // rank restored a checkpoint into trainer() and the layer.
+  void check_agreement();
+
+  BlrTrainer& trainer() noexcept { return trainer_; }
+  const StepTiming& timing() const noexcept { return timing_; }
+
+ private:
+  RankGroup& group_;
+  Context& ctx_;
+  BlrLayer& layer_;
+  std::uint32_t total_tokens_;
+  BlrTrainerConfig config_;
+  TokenSlice slice_;
+  DistributedOptions options_;
+  BlrTrainer trainer_;
+  StepTiming timing_;
+};
+
+}  // namespace vkblr::mpi
