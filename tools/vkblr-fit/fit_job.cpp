@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <format>
+#include <span>
 
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/bpw.hpp"
 #include "vkblr-fit/checkpoint.hpp"
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/fit_inputs.hpp"
+#include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/progress.hpp"
 #include "vkblr-fit/svg_chart.hpp"
@@ -27,13 +29,17 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The batches on the device: inputs and their dense targets y* = X·Wᵀ
-// (one f16 GEMM per batch, computed once).
+// The batches on the device, this rank's parts of each (fit_ranks.hpp):
+// inputs and their dense targets y* = X·Wᵀ (one f16 GEMM per part,
+// computed once). Batch b's parts are entries [b·parts, (b+1)·parts).
 struct DeviceBatches {
+  std::size_t parts = 1;
   std::vector<Buffer> x, target;            // training
   std::vector<Buffer> x_eval, target_eval;  // held out
-  double train_target_sq = 0;               // mean over batches of ‖y*‖²
-  double eval_target_sq = 0;                // Σ over held-out batches of ‖y*‖²
+  double train_target_sq = 0;               // mean over batches of ‖y*‖² (every rank's parts)
+  double eval_target_sq = 0;                // Σ over held-out batches of ‖y*‖² (every rank's parts)
+  std::size_t batches() const { return x.size() / parts; }
+  std::size_t eval_batches() const { return x_eval.size() / parts; }
 };
 
 // ‖b‖² of a device buffer of n floats, through sumsq (64 partials summed in f64).
@@ -46,22 +52,29 @@ double device_sumsq(Context& ctx, const Buffer& b, std::uint32_t n, const Buffer
   return s;
 }
 
-DeviceBatches upload_batches(Context& ctx, const FitInputs& in, std::uint32_t batch) {
+// Collective (FitRanks::sum once per batch).
+DeviceBatches upload_batches(Context& ctx, FitRanks& ranks, const FitInputs& in, std::uint32_t batch,
+                             std::span<const FitSlice> parts) {
   const auto m = static_cast<std::uint32_t>(in.w.rows), n = static_cast<std::uint32_t>(in.w.cols);
   Buffer plane = ctx.upload(to_f16(in.w.values), "fit.w16");
   Buffer act16 = ctx.buffer(std::uint64_t{batch} * n * 2, "fit.x16");
   Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.partials");
   DeviceBatches d;
+  d.parts = parts.size();
   auto add = [&](const Matrix& x, std::vector<Buffer>& xs, std::vector<Buffer>& ts) {
     double sq = 0;
     for (std::size_t first = 0; first + batch <= x.rows; first += batch) {
-      const std::span<const float> rows(x.values.data() + first * n, std::size_t{batch} * n);
-      xs.push_back(ctx.upload(rows, "fit.x"));
-      ts.push_back(ctx.buffer(std::uint64_t{batch} * m * 4, "fit.target"));
-      Recorder rec(ctx);
-      rec.add(plane_linear(ctx, plane, xs.back(), act16, ts.back(), batch, m, n, 1.0f));
-      rec.run();
-      sq += device_sumsq(ctx, ts.back(), batch * m, partials);
+      double batch_sq = 0;  // this rank's parts, in order
+      for (const FitSlice& part : parts) {
+        const std::span<const float> rows(x.values.data() + (first + part.first) * n, std::size_t{part.count} * n);
+        xs.push_back(ctx.upload(rows, "fit.x"));
+        ts.push_back(ctx.buffer(std::uint64_t{part.count} * m * 4, "fit.target"));
+        Recorder rec(ctx);
+        rec.add(plane_linear(ctx, plane, xs.back(), act16, ts.back(), part.count, m, n, 1.0f));
+        rec.run();
+        batch_sq += device_sumsq(ctx, ts.back(), part.count * m, partials);
+      }
+      sq += ranks.sum(batch_sq, "the targets' squared norm");
     }
     return sq;
   };
@@ -130,8 +143,8 @@ std::vector<BlrPathInit> as_stored(std::vector<BlrPathInit> paths, ScaleDtype dt
   return paths;
 }
 
-// ‖XŴᵀ − XWᵀ‖ / ‖XWᵀ‖ on the held-out batches, on the device.
-double held_out_error(BlrTrainer& trainer, std::size_t batches, double target_sq) {
+// ‖XŴᵀ − XWᵀ‖ / ‖XWᵀ‖ on the held-out batches, on the device (collective).
+double held_out_error(FitTrainer& trainer, std::size_t batches, double target_sq) {
   double sq = 0;
   for (std::size_t b = 0; b < batches; ++b) sq += trainer.eval(b);
   return std::sqrt(sq / target_sq);
@@ -254,9 +267,17 @@ void resolve_fit_defaults(FitOptions& o, const Caps& caps) {
 }
 
 FitReport run_fit(Context& ctx, FitOptions o) {
+  LocalRanks local;
+  return run_fit(ctx, std::move(o), local);
+}
+
+FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   const Clock::time_point t_start = Clock::now();
   resolve_fit_defaults(o, ctx.caps());
-  const ProgressStyle style = progress_style_for(stderr, o.quiet);
+  const std::vector<FitSlice> parts = rank_parts(ranks, o.batch, o.micro_batches);
+  // rank 0 writes the files and prints; the others compute alike, quietly
+  const bool writer = ranks.rank() == 0;
+  const ProgressStyle style = progress_style_for(stderr, o.quiet || !writer);
   auto say = [&](const std::string& line) {
     if (style != ProgressStyle::quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
@@ -267,8 +288,13 @@ FitReport run_fit(Context& ctx, FitOptions o) {
   say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({})", shape.m, shape.n,
                   in.weight_source, in.x_train.rows, in.x_held_out.rows, in.activation_source));
   say(std::format("layer: {} paths of rank {}; {}", shape.paths, shape.rank, bpw.formula()));
+  if (ranks.size() > 1 || o.micro_batches > 1) {
+    say(std::format("batches of {} tokens: {} rank(s) x {} micro-batch(es) of {} tokens", o.batch, ranks.size(),
+                    o.micro_batches, parts.front().count));
+  }
 
-  // init: Dual-SVID (a resumed run restores everything from its checkpoint)
+  // init: Dual-SVID on every rank (the same on each: the trainer's start-up
+  // check compares the layers); a resumed run restores it from the checkpoint
   std::vector<BlrPathInit> init_paths;
   if (o.resume.empty()) {
     const Clock::time_point t0 = Clock::now();
@@ -284,37 +310,52 @@ FitReport run_fit(Context& ctx, FitOptions o) {
     }
   }
   BlrLayer layer = make_blr_layer(ctx, shape.m, shape.n, shape.rank, init_paths, false);
-  const DeviceBatches data = upload_batches(ctx, in, o.batch);
-  BlrTrainer trainer(ctx, layer, o.batch, trainer_config(o, data.train_target_sq));
-  for (std::size_t b = 0; b < data.x.size(); ++b) trainer.add_batch(data.x[b], data.target[b]);
-  for (std::size_t b = 0; b < data.x_eval.size(); ++b) trainer.add_eval_batch(data.x_eval[b], data.target_eval[b]);
+  const DeviceBatches data = upload_batches(ctx, ranks, in, o.batch, parts);
+  const std::unique_ptr<FitTrainer> trainer =
+      ranks.make_trainer(ctx, layer, o.batch, o.micro_batches, trainer_config(o, data.train_target_sq));
+  for (std::size_t b = 0; b < data.batches(); ++b) {
+    trainer->add_batch(std::span(data.x).subspan(b * data.parts, data.parts),
+                       std::span(data.target).subspan(b * data.parts, data.parts));
+  }
+  for (std::size_t b = 0; b < data.eval_batches(); ++b) {
+    trainer->add_eval_batch(std::span(data.x_eval).subspan(b * data.parts, data.parts),
+                            std::span(data.target_eval).subspan(b * data.parts, data.parts));
+  }
 
+  // the host-side metrics are rank 0's alone (its report); the held-out
+  // error is collective
   Progress prog;
   if (o.resume.empty()) {
-    const MatrixF64 w_hat = reconstruct_weight(shape, as_stored(init_paths, o.scale_dtype));
-    prog.init = {relative_weight_error(w_hat, in.w), held_out_error(trainer, data.x_eval.size(), data.eval_target_sq),
-                 activation_weighted_error(w_hat, in.w, in.x_held_out)};
+    prog.init.output = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
+    if (writer) {
+      const MatrixF64 w_hat = reconstruct_weight(shape, as_stored(init_paths, o.scale_dtype));
+      prog.init.weight = relative_weight_error(w_hat, in.w);
+      prog.init.activation_weighted = activation_weighted_error(w_hat, in.w, in.x_held_out);
+    }
   } else {
-    prog = restore_checkpoint(o.resume, o, shape, layer, trainer);
+    // every rank reads the file; the check makes sure they read the same
+    prog = restore_checkpoint(o.resume, o, shape, layer, trainer->trainer());
+    trainer->check_agreement();
     say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
   }
   say(std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
 
-  // training: one replayed graph per step
+  // training: one replayed graph per step (per part and an update with
+  // micro-batches or ranks)
   ProgressReporter progress(stderr, style, o.steps);
-  std::uint64_t flips_before = total_flips(ctx, trainer, nullptr);
+  std::uint64_t flips_before = total_flips(ctx, trainer->trainer(), nullptr);
   std::uint32_t last_eval_step = prog.next_step;
   double train_s = prog.train_s;
   for (std::uint32_t s = prog.next_step; s < o.steps; ++s) {
     const Clock::time_point t0 = Clock::now();
-    trainer.step(s % data.x.size(), schedule(o.sign_lr, s, o.steps, o.warmup),
-                 schedule(o.scale_lr, s, o.steps, o.warmup));
+    trainer->step(s % data.batches(), schedule(o.sign_lr, s, o.steps, o.warmup),
+                  schedule(o.scale_lr, s, o.steps, o.warmup));
     train_s += seconds_since(t0);
     const bool last = s + 1 == o.steps;
     if ((s + 1) % o.eval_every == 0 || last) {
-      const double err = held_out_error(trainer, data.x_eval.size(), data.eval_target_sq);
+      const double err = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
       prog.curve.push_back({s + 1, err});
-      const std::uint64_t flips = total_flips(ctx, trainer, nullptr);
+      const std::uint64_t flips = total_flips(ctx, trainer->trainer(), nullptr);
       progress.update({s + 1, err,
                        static_cast<double>(flips - flips_before) / std::max<std::uint32_t>(1, s + 1 - last_eval_step),
                        static_cast<double>(s + 1 - prog.next_step) * o.batch / std::max(train_s - prog.train_s, 1e-9),
@@ -322,11 +363,11 @@ FitReport run_fit(Context& ctx, FitOptions o) {
       flips_before = flips;
       last_eval_step = s + 1;
     }
-    if (o.checkpoint_every && (s + 1) % o.checkpoint_every == 0 && !last) {
+    if (writer && o.checkpoint_every && (s + 1) % o.checkpoint_every == 0 && !last) {
       Progress snap = prog;
       snap.next_step = s + 1;
       snap.train_s = train_s;
-      write_fit_checkpoint(o.out + ".ckpt", o, shape, layer, trainer, snap);
+      write_fit_checkpoint(o.out + ".ckpt", o, shape, layer, trainer->trainer(), snap);
     }
   }
   progress.finish();
@@ -334,17 +375,16 @@ FitReport run_fit(Context& ctx, FitOptions o) {
   // the result as stored, and its errors
   BlrResult result{shape, o.scale_dtype, as_stored(download_paths(layer), o.scale_dtype), std::string(vkblr::version()),
                    o.command_line};
-  write_blr_result(o.out + ".safetensors", result);
+  if (writer) write_blr_result(o.out + ".safetensors", result);
   // evaluate what was stored: the layer's scales become the stored ones
   std::vector<float> stored_scales(layer.scale_count, 0.0f);
   for (std::size_t p = 0; p < result.paths.size(); ++p) {
-    const std::vector<float>* parts[3] = {&result.paths[p].h, &result.paths[p].l, &result.paths[p].g};
+    const std::vector<float>* parts_of[3] = {&result.paths[p].h, &result.paths[p].l, &result.paths[p].g};
     for (std::size_t k = 0; k < 3; ++k) {
-      std::copy(parts[k]->begin(), parts[k]->end(), stored_scales.begin() + layer.segments[3 * p + k].offset);
+      std::copy(parts_of[k]->begin(), parts_of[k]->end(), stored_scales.begin() + layer.segments[3 * p + k].offset);
     }
   }
   layer.scales.upload(stored_scales);
-  const MatrixF64 w_hat = reconstruct_weight(shape, result.paths);
 
   FitReport report;
   report.tool_version = std::string(vkblr::version());
@@ -354,20 +394,28 @@ FitReport run_fit(Context& ctx, FitOptions o) {
   report.activation_source = in.activation_source;
   report.bpw = bpw;
   report.init = prog.init;
-  report.trained = {relative_weight_error(w_hat, in.w),
-                    held_out_error(trainer, data.x_eval.size(), data.eval_target_sq),
-                    activation_weighted_error(w_hat, in.w, in.x_held_out)};
+  report.trained.output = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
+  if (writer) {
+    const MatrixF64 w_hat = reconstruct_weight(shape, result.paths);
+    report.trained.weight = relative_weight_error(w_hat, in.w);
+    report.trained.activation_weighted = activation_weighted_error(w_hat, in.w, in.x_held_out);
+  }
   report.steps = o.steps;
   report.tokens = std::uint64_t{o.steps} * o.batch;
   report.wall_s = seconds_since(t_start);
   report.tokens_per_s = train_s > 0 ? static_cast<double>(report.tokens) / train_s : 0;
-  report.flips = total_flips(ctx, trainer, &report.oscillations);
+  report.flips = total_flips(ctx, trainer->trainer(), &report.oscillations);
   report.curve = prog.curve;
   report.settings = {{"sign_opt", to_string(o.sign_opt)}, {"sign_lr", o.sign_lr},       {"scale_lr", o.scale_lr},
                      {"warmup", o.warmup},                {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
-                     {"skipped_steps", trainer.skipped()}};
+                     {"skipped_steps", trainer->trainer().skipped()}};
+  report.parallel = {{"ranks", ranks.size()},
+                     {"micro_batches", o.micro_batches},
+                     {"tokens_per_part", parts.front().count},
+                     {"step_timing", trainer->timing()}};
+  if (!writer) return report;
   write_json_file(o.out + ".json", to_json(report));
   write_error_chart(o.out + ".svg", report.curve, report.init.output,
                     std::format("vkblr-fit {}x{}, {} paths, rank {}, {:.3f} bpw", shape.m, shape.n, shape.paths,
@@ -387,9 +435,14 @@ nlohmann::json run_eval(Context& ctx, FitOptions o) {
           "result {} is {}x{} but W ({}) is {}x{}", o.eval, result.shape.m, result.shape.n, in.weight_source,
           in.w.rows, in.w.cols);
   BlrLayer layer = make_blr_layer(ctx, result.shape.m, result.shape.n, result.shape.rank, result.paths, false);
-  const DeviceBatches data = upload_batches(ctx, in, o.batch);
-  BlrTrainer trainer(ctx, layer, o.batch, trainer_config(o, data.train_target_sq));
-  for (std::size_t b = 0; b < data.x_eval.size(); ++b) trainer.add_eval_batch(data.x_eval[b], data.target_eval[b]);
+  LocalRanks local;
+  const FitSlice whole{0, o.batch};
+  const DeviceBatches data = upload_batches(ctx, local, in, o.batch, std::span(&whole, 1));
+  const std::unique_ptr<FitTrainer> trainer =
+      local.make_trainer(ctx, layer, o.batch, 1, trainer_config(o, data.train_target_sq));
+  for (std::size_t b = 0; b < data.eval_batches(); ++b) {
+    trainer->add_eval_batch(std::span(data.x_eval).subspan(b, 1), std::span(data.target_eval).subspan(b, 1));
+  }
   const MatrixF64 w_hat = reconstruct_weight(result.shape, result.paths);
   const BitsPerWeight bpw = bits_per_weight(result.shape, result.scale_dtype);
   return {{"result", o.eval},
@@ -399,7 +452,7 @@ nlohmann::json run_eval(Context& ctx, FitOptions o) {
           {"bpw", bpw.total},
           {"errors",
            {{"weight", relative_weight_error(w_hat, in.w)},
-            {"output", held_out_error(trainer, data.x_eval.size(), data.eval_target_sq)},
+            {"output", held_out_error(*trainer, data.eval_batches(), data.eval_target_sq)},
             {"activation_weighted", activation_weighted_error(w_hat, in.w, in.x_held_out)}}}};
 }
 

@@ -1,9 +1,12 @@
-// fit_job.hpp — a whole vkblr-fit run on one device: Dual-SVID init, GPU
-// training of signs and scales (one replayed graph per step), held-out
-// evaluation, checkpoints, the result file, the JSON report and the chart.
+// fit_job.hpp — a whole vkblr-fit run: Dual-SVID init, GPU training of
+// signs and scales (one replayed graph per step), held-out evaluation,
+// checkpoints, the result file, the JSON report and the chart — on one
+// device, or on the ranks of an MPI job, each with its slice of every batch
+// (fit_ranks.hpp).
 #pragma once
 
 #include "vkblr-fit/fit_options.hpp"
+#include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/report.hpp"
 #include "vkblr/context.hpp"
 
@@ -19,8 +22,16 @@ void resolve_fit_defaults(FitOptions& options, const Caps& caps);
 
 // Trains (or resumes from options.resume) and writes <out>.safetensors,
 // <out>.json and <out>.svg (and <out>.ckpt with checkpoint_every). Progress
-// goes to stderr. Returns the report.
+// goes to stderr. Returns the report. One process (LocalRanks).
 FitReport run_fit(Context& ctx, FitOptions options);
+
+// The same on every rank of `ranks` (collective: each rank calls it with the
+// same options and its own context). Rank 0 alone writes the files and
+// prints progress, and only its report has the host-side errors (weight,
+// activation-weighted; the held-out output errors are every rank's). The
+// checkpoint holds no rank count: it resumes with any (every rank reads
+// it; the ranks' agreement is checked).
+FitReport run_fit(Context& ctx, FitOptions options, FitRanks& ranks);
 
 // --eval: the errors of a saved result file against W and X (no training).
 nlohmann::json run_eval(Context& ctx, FitOptions options);

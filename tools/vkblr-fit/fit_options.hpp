@@ -21,6 +21,7 @@ struct FitOptions {
   std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
   std::uint32_t held_out = 0;      // held-out tokens; 0: one batch
   std::uint32_t batch = 0;         // tokens per step; 0: by device (512 on a CPU device, 4096 on a GPU)
+  std::uint32_t micro_batches = 1;  // parts of each rank's slice, accumulated before a step (fit_ranks.hpp)
   std::uint64_t seed = 1;
 
   // layer size: rank, or bits per weight (the rank is derived)
@@ -50,6 +51,10 @@ struct FitOptions {
   std::string eval;                    // a result file to re-evaluate (no training)
   bool quiet = false;
   bool json = false;  // the report on stdout
+
+  // process
+  bool validate = false;        // Khronos validation on; any message fails the run
+  bool timing_barrier = false;  // under mpirun: a barrier before each gradient exchange (timing)
   std::vector<std::string> command_line;
 };
 

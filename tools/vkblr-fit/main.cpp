@@ -5,16 +5,26 @@
 //   vkblr-fit                         a synthetic LLM-like layer (runs out of the box)
 //   vkblr-fit --weight W.safetensors --tensor NAME [--activations X.npy] [--bpw 1.0 | --rank R]
 //   vkblr-fit --eval out.safetensors [--weight ...]   re-evaluate a saved layer
+//   mpirun -np N vkblr-fit ...        N ranks, each on its slice of every batch
+//                                     (built with vkblr::mpi; docs/mpi.md)
 //
 // Writes <out>.safetensors (the layer), <out>.json (the report) and
 // <out>.svg (held-out error against step). Exit code 0 on success, 1 on a
 // bad input or any error (with a message), 2 on bad command-line usage.
+// Under mpirun only rank 0 writes files and prints; an error on one rank of
+// several ends the whole job (nonzero exit of mpirun).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr/error.hpp"
+#ifdef VKBLR_FIT_MPI
+#include "vkblr-fit/fit_mpi.hpp"
+#endif
 
 namespace {
 
@@ -25,19 +35,22 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--tensor", o.tensor, "tensor name in a safetensors weight file");
   app.add_option("--activations", o.activations_path, "calibration X as .safetensors or .npy [T][n] (default: synthetic)");
   app.add_option("--activations-tensor", o.activations_tensor, "tensor name in a safetensors activations file");
+  app.add_option("--activation-decay", o.activation_decay,
+                 "synthetic X: covariance eigenvalues decay as (i+1)^-D (0: independent channels)")
+      ->check(CLI::Range(0.0, 4.0));
   app.add_option("--synthetic-m", o.synthetic_m, "rows of the synthetic W (default: by device)");
   app.add_option("--synthetic-n", o.synthetic_n, "columns of the synthetic W (default: by device)");
   app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)");
   app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)");
   app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)");
+  app.add_option("--micro-batches", o.micro_batches,
+                 "cut each rank's slice of a batch into K equal parts, accumulated before each step")
+      ->check(CLI::Range(1u, 1024u));
   app.add_option("--seed", o.seed, "seed of the synthetic data and the randomized SVD");
   auto* rank = app.add_option("--rank", o.rank, "rank per path (a multiple of 32)");
   app.add_option("--bpw", o.bpw, "target bits per weight; the rank is derived")->excludes(rank);
   app.add_option("--paths", o.paths, "paths P")->check(CLI::Range(1u, 16u));
   const std::map<std::string, vkblr::fit::ScaleDtype> dtypes{{"f16", vkblr::fit::ScaleDtype::f16},
-  app.add_option("--activation-decay", o.activation_decay,
-                 "synthetic X: covariance eigenvalues decay as (i+1)^-D (0: independent channels)")
-      ->check(CLI::Range(0.0, 4.0));
                                                              {"f32", vkblr::fit::ScaleDtype::f32}};
   app.add_option("--scale-dtype", o.scale_dtype, "dtype of stored scales (f16, f32)")
       ->transform(CLI::CheckedTransformer(dtypes, CLI::ignore_case));
@@ -64,9 +77,39 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--eval", o.eval, "re-evaluate a saved layer against W and X (no training)");
   app.add_flag("--quiet", o.quiet, "no progress output");
   app.add_flag("--json", o.json, "print the report as JSON on stdout");
+  app.add_flag("--validate", o.validate, "Khronos validation on; any message fails the run (slow)");
+  app.add_flag("--timing-barrier", o.timing_barrier,
+               "under mpirun: a barrier before each gradient exchange, so the report's step timing tells the wait "
+               "for slower ranks from the exchange");
   app.parse(argc, argv);
   o.sign_opt = vkblr::sign_opt_from_string(sign_opt);
   return o;
+}
+
+// The run on this process, one of `ranks`; returns the exit status.
+int run(const vkblr::fit::FitOptions& options, vkblr::fit::FitRanks& ranks, const std::string& device) {
+  try {
+    if (!options.eval.empty() && ranks.rank() != 0) return 0;  // --eval: rank 0's job
+    vkblr::ContextOptions context_options;
+    context_options.device = device;
+    context_options.validation = options.validate;
+    vkblr::Context ctx(context_options);
+    if (!options.eval.empty()) {
+      const auto j = vkblr::fit::run_eval(ctx, options);
+      std::printf("%s\n", j.dump(1).c_str());
+    } else {
+      const vkblr::fit::FitReport report = vkblr::fit::run_fit(ctx, options, ranks);
+      if (options.json && ranks.rank() == 0) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
+    }
+    const std::vector<std::string> messages = ctx.validation_messages();
+    if (messages.empty()) return 0;
+    for (const std::string& m : messages) std::fprintf(stderr, "validation: %s\n", m.c_str());
+    return ranks.fail(std::to_string(messages.size()) + " validation message(s)");
+  } catch (const vkblr::Error& e) {
+    return ranks.fail(e.what());
+  } catch (const std::exception& e) {
+    return ranks.fail(std::string("unexpected error: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -79,21 +122,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  try {
-    vkblr::Context ctx;
-    if (!options.eval.empty()) {
-      const auto j = vkblr::fit::run_eval(ctx, options);
-      std::printf("%s\n", j.dump(1).c_str());
-      return 0;
+#ifdef VKBLR_FIT_MPI
+  // under an MPI launcher: every rank trains on its slice (fit_mpi.hpp)
+  if (vkblr::fit::launched_by_mpi()) {
+    std::unique_ptr<vkblr::fit::MpiRanks> ranks;
+    std::string device;
+    try {
+      ranks = std::make_unique<vkblr::fit::MpiRanks>(argc, argv, options.timing_barrier);
+      device = ranks->device();
+    } catch (const vkblr::Error& e) {
+      if (ranks) return ranks->fail(e.what());
+      std::fprintf(stderr, "vkblr-fit: %s\n", e.what());
+      return 1;
     }
-    const vkblr::fit::FitReport report = vkblr::fit::run_fit(ctx, options);
-    if (options.json) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
-    return 0;
-  } catch (const vkblr::Error& e) {
-    std::fprintf(stderr, "vkblr-fit: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "vkblr-fit: unexpected error: %s\n", e.what());
-    return 1;
+    return run(options, *ranks, device);
   }
+#endif
+  vkblr::fit::LocalRanks local;
+  return run(options, local, "");
 }

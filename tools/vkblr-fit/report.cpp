@@ -40,7 +40,7 @@ nlohmann::json to_json(const FitReport& report) {
       {"training",
        {{"steps", report.steps}, {"tokens", report.tokens}, {"tokens_per_s", number(report.tokens_per_s)},
         {"wall_s", number(report.wall_s)}, {"flips", report.flips}, {"oscillations", report.oscillations},
-        {"settings", report.settings}}},
+        {"settings", report.settings}, {"parallel", report.parallel}}},
       {"curve", curve},
   };
 }

@@ -9,7 +9,11 @@
 //   errors {init {weight, output, activation_weighted},
 //           trained {...}, output_improvement = init.output/trained.output},
 //   training {steps, tokens, tokens_per_s, wall_s, flips, oscillations,
-//             settings {...}},
+//             settings {...},
+//             parallel {ranks, micro_batches, tokens_per_part,
+//                       step_timing (null, or under mpirun rank 0's {steps,
+//                       accumulate_ms, wait_ms, exchange_ms, apply_ms per
+//                       step, exchange_share, gradient_block_bytes})}},
 //   curve [{step, held_out_error}, ...]
 // Errors are metrics.hpp's ratios (not squared); output errors are on
 // held-out tokens. Non-finite numbers are written as null (JSON has none).
@@ -43,6 +47,7 @@ struct FitReport {
   double wall_s = 0, tokens_per_s = 0;
   std::uint64_t flips = 0, oscillations = 0;  // totals over the run (sign.hpp's telemetry)
   nlohmann::json settings = nlohmann::json::object();  // optimizer and schedule parameters, as named on the CLI
+  nlohmann::json parallel = nlohmann::json::object();  // ranks and micro-batches (fit_ranks.hpp), step timing
   std::vector<CurvePoint> curve;
 };
 
