@@ -3,11 +3,14 @@
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
 //                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--reps N] [--warmup N]
+//   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
+//                     [--steps N] [--warmup N]
 //   --json on either: the results as JSON on stdout
 //
 // Method: each case is recorded `reps` times into one Graph with timestamps
 // around every dispatch; the graph runs `warmup` times, then once timed; the
 // median over reps of the GPU time is reported (docs/benchmarks.md).
+// `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
+#include "train_bench.hpp"
 
 namespace {
 
@@ -66,6 +70,16 @@ int main(int argc, char** argv) {
   blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
   blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first");
 
+  CLI::App* train = app.add_subcommand("train", "whole training steps per second (BlrTrainer, vkblr-fit's loop)");
+  std::vector<std::string> train_cases;
+  bench::TrainBenchOptions topt;
+  std::string sign_opt = "fact";
+  train->add_option("--case", train_cases, "m,n,r,ntok,P (repeatable; default: vkblr-fit's H200 layer at 1 bpw)");
+  train->add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
+  train->add_option("--flip-budget", topt.flip_budget, "fraction of signs that may flip per step (0: no cap)");
+  train->add_option("--steps", topt.steps, "timed steps (>= 20)")->check(CLI::Range(20u, 1000000u));
+  train->add_option("--warmup", topt.warmup, "untimed steps first");
+
   CLI11_PARSE(app, argc, argv);
   try {
     vkblr::ContextOptions copt;
@@ -103,6 +117,22 @@ int main(int argc, char** argv) {
       const auto results = bench::run_blr_bench(ctx, bopt);
       report["blr"] = nlohmann::json::array();
       for (const auto& r : results) report["blr"].push_back(bench::to_json(r));
+    }
+    if (train->parsed()) {
+      if (train_cases.empty()) train_cases = {"3584,1024,352,4096,2"};
+      for (const auto& c : train_cases) {
+        bench::TrainCase tc{};
+        char sep = 0;
+        std::istringstream in(c);
+        in >> tc.m >> sep >> tc.n >> sep >> tc.r >> sep >> tc.ntok >> sep >> tc.paths;
+        if (in.fail()) throw CLI::ValidationError("--case", "expected m,n,r,ntok,P, got " + c);
+        topt.cases.push_back(tc);
+      }
+      topt.sign_opt = vkblr::sign_opt_from_string(sign_opt);
+      topt.quiet = json;
+      const auto results = bench::run_train_bench(ctx, topt);
+      report["train"] = nlohmann::json::array();
+      for (const auto& r : results) report["train"].push_back(bench::to_json(r));
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
     return 0;

@@ -1,0 +1,130 @@
+// vkblr-bench train: BlrTrainer steps per second and GPU time per step.
+#include "train_bench.hpp"
+
+#include <chrono>
+#include <format>
+#include <random>
+
+namespace bench {
+namespace {
+
+std::vector<float> uniform(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+std::vector<std::uint32_t> words(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> v(n);
+  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
+  return v;
+}
+
+// A layer of random signs and scales of the magnitudes vkblr-fit's init gives.
+vkblr::BlrLayer random_layer(vkblr::Context& ctx, const TrainCase& c) {
+  std::vector<vkblr::BlrPathInit> init;
+  for (std::uint32_t p = 0; p < c.paths; ++p) {
+    init.push_back({words(std::size_t{c.m} * c.r / 32, 10 + p), words(std::size_t{c.n} * c.r / 32, 20 + p),
+                    uniform(c.m, 30 + p, 0.02f, 0.07f), uniform(c.r, 40 + p, 0.5f, 1.5f),
+                    uniform(c.n, 50 + p, 0.1f, 0.3f)});
+  }
+  return vkblr::make_blr_layer(ctx, c.m, c.n, c.r, init, false);
+}
+
+}  // namespace
+
+std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOptions& o) {
+  std::vector<TrainResult> out;
+  for (const TrainCase& c : o.cases) {
+    TrainResult res;
+    res.c = c;
+    try {
+      const auto target_h = uniform(std::size_t{c.ntok} * c.m, 61, -1.0f, 1.0f);
+      double target_sq = 0;
+      for (float v : target_h) target_sq += double{v} * v;
+      vkblr::Buffer x = ctx.upload(uniform(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
+      vkblr::Buffer target = ctx.upload(target_h);
+      vkblr::BlrTrainerConfig config;
+      config.sign_init.opt = o.sign_opt;
+      config.sign_step.flip_budget = o.flip_budget;
+      config.loss_norm = static_cast<float>(target_sq);
+      config.sign_step.grad_scale = static_cast<float>(target_sq);
+
+      // wall clock: the trainer vkblr-fit uses, one replayed graph per step
+      {
+        vkblr::BlrLayer layer = random_layer(ctx, c);
+        vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
+        const std::size_t batch = trainer.add_batch(x, target);
+        for (std::uint32_t s = 0; s < o.warmup; ++s) trainer.step(batch, 0.02f, 2e-3f);
+        std::vector<double> ms;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (std::uint32_t s = 0; s < o.steps; ++s) {
+          const auto a = std::chrono::steady_clock::now();
+          trainer.step(batch, 0.02f, 2e-3f);
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+        }
+        const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        res.steps_per_s = o.steps / total;
+        res.step_wall = stats_of(ms);
+      }
+
+      // GPU time: a second trainer whose graphs carry timestamps
+      vkblr::Profiler& prof = ctx.profiler();
+      prof.enable(true);
+      vkblr::BlrLayer layer = random_layer(ctx, c);
+      vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
+      const std::size_t batch = trainer.add_batch(x, target);
+      prof.enable(false);
+      for (std::uint32_t s = 0; s < o.warmup; ++s) trainer.step(batch, 0.02f, 2e-3f);
+      std::vector<double> busy;
+      std::map<std::string, double> names;
+      const std::uint32_t profiled = std::min<std::uint32_t>(o.steps, 50);
+      for (std::uint32_t s = 0; s < profiled; ++s) {
+        prof.reset();
+        trainer.step(batch, 0.02f, 2e-3f);
+        double sum = 0;
+        for (const vkblr::ProfileEvent& e : prof.events()) {
+          sum += e.duration_us;
+          names[(e.tag.empty() ? "" : e.tag + "/") + e.name] += e.duration_us * 1e-3 / profiled;
+        }
+        res.dispatches = static_cast<std::uint32_t>(prof.events().size());
+        busy.push_back(sum * 1e-3);
+      }
+      res.gpu = stats_of(busy);
+      res.per_name_ms = names;
+    } catch (const vkblr::Error& e) {
+      res.error = e.what();
+    }
+    if (!o.quiet) std::fprintf(stderr, "%s\n", format_train_result(res).c_str());
+    out.push_back(res);
+  }
+  return out;
+}
+
+std::string format_train_result(const TrainResult& r) {
+  std::string s = std::format("train m={} n={} r={} ntok={} P={}: ", r.c.m, r.c.n, r.c.r, r.c.ntok, r.c.paths);
+  if (!r.error.empty()) return s + "error: " + r.error;
+  s += std::format("{:.0f} steps/s (wall, median step {:.3f} ms), GPU {:.3f} ms/step in {} dispatches",
+                   r.steps_per_s, r.step_wall.median_ms, r.gpu.median_ms, r.dispatches);
+  for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<28} {:.4f} ms/step", name, ms);
+  return s;
+}
+
+nlohmann::json to_json(const TrainResult& r) {
+  nlohmann::json j = {{"m", r.c.m}, {"n", r.c.n}, {"r", r.c.r}, {"ntok", r.c.ntok}, {"paths", r.c.paths}};
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  j["steps_per_s"] = r.steps_per_s;
+  j["step_wall_ms"] = {{"median", r.step_wall.median_ms}, {"min", r.step_wall.min_ms}, {"max", r.step_wall.max_ms}};
+  j["gpu_ms"] = {{"median", r.gpu.median_ms}, {"min", r.gpu.min_ms}, {"max", r.gpu.max_ms}};
+  j["dispatches"] = r.dispatches;
+  j["per_name_ms"] = r.per_name_ms;
+  return j;
+}
+
+}  // namespace bench

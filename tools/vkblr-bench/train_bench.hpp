@@ -1,0 +1,48 @@
+// train_bench.hpp — `vkblr-bench train`: whole training steps of one blr
+// layer as BlrTrainer replays them (forward, loss gradient, backward with
+// sign gradients, sign step, Adam on the scales; one submit per step), the
+// loop vkblr-fit runs. Reports steps per second of wall time (submit and
+// wait included: what a trainer sees) and, from a second trainer recorded
+// with GPU timestamps, the GPU time per step and per dispatch name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include <vkblr/vkblr.hpp>
+
+#include "timing.hpp"
+
+namespace bench {
+
+struct TrainCase {
+  std::uint32_t m, n, r, ntok, paths;
+};
+
+struct TrainBenchOptions {
+  std::vector<TrainCase> cases;
+  vkblr::SignOpt sign_opt = vkblr::SignOpt::fact;  // vkblr-fit's defaults
+  float flip_budget = 1e-3f;
+  std::uint32_t warmup = 20;
+  std::uint32_t steps = 200;  // timed steps
+  bool quiet = false;
+};
+
+struct TrainResult {
+  TrainCase c{};
+  std::string error;
+  double steps_per_s = 0;  // wall clock, `steps` replayed steps
+  Stats step_wall;         // per step wall time (ms)
+  Stats gpu;               // per step: sum of dispatch times (profiled trainer)
+  std::uint32_t dispatches = 0;
+  std::map<std::string, double> per_name_ms;  // per step: GPU time of each dispatch name
+};
+
+std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOptions& options);
+std::string format_train_result(const TrainResult& r);
+nlohmann::json to_json(const TrainResult& r);
+
+}  // namespace bench
