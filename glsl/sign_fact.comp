@@ -3,7 +3,9 @@
 // g = G[i]·grad_scale over G f32 [rows][r], R f32 [rows], C f32 [r] and
 // SUMS f32 [blocks·r + 1] (scratch: column partials, then ΣR):
 //   sign_fact_rows  R[row] = β2·R[row] + (1 − β2)·Σ_j g²   (j in order)
-//                   one invocation per row
+//                   one invocation per row; the workgroup stages its rows
+//                   through shared memory 16 columns at a time, so the
+//                   global reads are coalesced
 //   sign_fact_cols  SUMS[b·r + j] = Σ g² over the rows of block b
 //                   (VKBLR_SIGN_FACT_ROWS rows, in order); grid
 //                   (ceil(r / 256), blocks)
@@ -27,6 +29,8 @@ layout(set = 0, binding = 0) readonly buffer Grad { float grad[]; };
 #endif
 #if PASS == 0
 layout(set = 0, binding = 4) buffer RowV { float row_v[]; };
+#define FACT_CHUNK 16
+shared float chunk_tile[VKBLR_ELT_WG * (FACT_CHUNK + 1)];  // [row][column], padded against bank conflicts
 #elif PASS == 1
 layout(set = 0, binding = 6) writeonly buffer Sums { float sums[]; };
 #else
@@ -45,13 +49,25 @@ void main() {
   if (step_skipped()) return;  // R and C keep their values on a skipped step
 #endif
 #if PASS == 0
-  const uint row = elt_index();
-  if (row >= pc.rows) return;
+  const uint t = gl_LocalInvocationIndex;
+  const uint row0 = elt_index() - t;  // this workgroup's first row
   float acc = 0.0;
-  for (uint j = 0; j < pc.r; ++j) {
-    precise const float g = grad[row * pc.r + j] * pc.grad_scale;
-    acc = add_product(acc, g, g);
+  for (uint j0 = 0; j0 < pc.r; j0 += FACT_CHUNK) {
+    for (uint k = 0; k < FACT_CHUNK; ++k) {
+      const uint e = t + k * VKBLR_ELT_WG;
+      const uint rl = e / FACT_CHUNK, c = e % FACT_CHUNK;
+      const uint gr = row0 + rl;
+      chunk_tile[rl * (FACT_CHUNK + 1) + c] = (gr < pc.rows && j0 + c < pc.r) ? grad[gr * pc.r + j0 + c] : 0.0;
+    }
+    barrier();
+    for (uint c = 0; c < FACT_CHUNK && j0 + c < pc.r; ++c) {
+      precise const float g = chunk_tile[t * (FACT_CHUNK + 1) + c] * pc.grad_scale;
+      acc = add_product(acc, g, g);
+    }
+    barrier();
   }
+  const uint row = row0 + t;
+  if (row >= pc.rows) return;
   precise const float updated = pc.beta2 * row_v[row] + (1.0 - pc.beta2) * acc;
   row_v[row] = updated;
 #elif PASS == 1

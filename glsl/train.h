@@ -6,8 +6,9 @@
 VKBLR_SHADER_BEGIN
 
 VKBLR_PUSH(MseGradPush) {
-  uint n;       // elements
-  float scale;  // dy = (y − target) · scale
+  uint n;                   // elements
+  float scale;              // dy = (y − target) · scale
+  uint groups_per_partial;  // workgroups of mse_grad = 64 · groups_per_partial
 } VKBLR_PUSH_END(pc)
 
 VKBLR_SHADER_END

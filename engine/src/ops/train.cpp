@@ -1,4 +1,5 @@
 // Training-step kernels (glsl/mse_grad.comp, finite_guard.comp).
+#include <algorithm>
 #include <cmath>
 
 #include "guard.h"
@@ -10,10 +11,10 @@ namespace vkblr::ops {
 
 using shader::GuardPush;
 using shader::MseGradPush;
-static_assert(sizeof(MseGradPush) == 8 && sizeof(GuardPush) == 8);
+static_assert(sizeof(MseGradPush) == 12 && sizeof(GuardPush) == 8);
 
-Dispatch mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buffer& dy, std::uint32_t n, float scale,
-                  const Buffer& partials) {
+Ops mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buffer& dy, std::uint32_t n, float scale,
+             const Buffer& partials) {
   const char* op = "mse_grad";
   detail::dim(op, "n", n);
   detail::need_bytes(op, "y", y, std::uint64_t{n} * 4);
@@ -22,14 +23,22 @@ Dispatch mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buf
   detail::need_bytes(op, "partials", partials, 64 * 4);
   require(std::isfinite(scale), "mse_grad: scale = {} is not finite", scale);
   require(dy.id() != y.id() && dy.id() != target.id(), "mse_grad: dy aliases y or target");
+  // 64·g workgroups of about 16 elements per invocation, g <= 64
+  constexpr std::uint64_t kPerGroup = std::uint64_t{VKBLR_ELT_WG} * 16;
+  const auto g = static_cast<std::uint32_t>(std::clamp<std::uint64_t>((n + 64 * kPerGroup - 1) / (64 * kPerGroup), 1, 64));
+  const Buffer& blocks = ctx.impl().scratch("mse_grad_blocks", 64 * 64 * 4);
+  const MseGradPush push{n, scale, g};
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::mse_grad, op);
-  d.set_push(MseGradPush{n, scale})
+  d.set_push(push)
       .bind(0, y, Access::read)
       .bind(1, target, Access::read)
       .bind(2, dy, Access::write)
-      .bind(3, partials, Access::write);
-  d.groups = {64, 1, 1};
-  return d;
+      .bind(4, blocks, Access::write, 0, std::uint64_t{g} * 64 * 4);
+  d.groups = {64 * g, 1, 1};
+  Dispatch sum = detail::make_dispatch(ctx, detail::KernelId::mse_partials, "mse_partials");
+  sum.set_push(push).bind(3, partials, Access::write).bind(4, blocks, Access::read, 0, std::uint64_t{g} * 64 * 4);
+  sum.groups = {1, 1, 1};
+  return {d, sum};
 }
 
 Dispatch finite_guard(Context& ctx, const Buffer& values, std::uint32_t count, const Buffer& flag,
