@@ -15,6 +15,7 @@
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/progress.hpp"
+#include "vkblr-fit/refit.hpp"
 #include "vkblr-fit/svg_chart.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
@@ -339,6 +340,18 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
   }
   say(std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
+  // host refit (refit.hpp): output-aware binary least squares on the
+  // training tokens; part of training (the report's init stays Dual-SVID's)
+  if (o.resume.empty() && o.refit_sweeps > 0) {
+    const Clock::time_point t0 = Clock::now();
+    const RefitStats rs = refit_paths(in.w, in.x_train, shape, init_paths, {.sweeps = o.refit_sweeps});
+    upload_paths(layer, init_paths);
+    for (SignMatrix& sm : trainer->trainer().signs()) sm.reinit(ctx);
+    say(std::format("refit: {} sweeps in {:.1f} s, {} signs changed; training-token error {:.4e} -> {:.4e}, "
+                    "held-out output error {:.4e}",
+                    o.refit_sweeps, seconds_since(t0), rs.sign_changes, rs.train_error_before, rs.train_error_after,
+                    held_out_error(*trainer, data.eval_batches(), data.eval_target_sq)));
+  }
 
   // training: one replayed graph per step (per part and an update with
   // micro-batches or ranks)
@@ -410,7 +423,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                      {"warmup", o.warmup},                {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
-                     {"skipped_steps", trainer->trainer().skipped()}};
+                     {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps}};
   report.parallel = {{"ranks", ranks.size()},
                      {"micro_batches", o.micro_batches},
                      {"tokens_per_part", parts.front().count},

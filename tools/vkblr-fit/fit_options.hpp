@@ -16,7 +16,12 @@ struct FitOptions {
   std::string tensor;             // tensor name in a safetensors weight file
   std::string activations_path;   // .safetensors or .npy [T][n]; empty: synthetic
   std::string activations_tensor;
-  double activation_decay = 0.0;  // synthetic X: power-law decay of its covariance spectrum
+  // synthetic X: power-law decay of its covariance spectrum. 1 by default:
+  // LLM activations are strongly correlated (covariance eigenvalues decay
+  // like a power law; low effective rank) — with λ_i ∝ 1/i over n = 512
+  // channels the participation ratio (Σλ)²/Σλ² is about 28. 0: independent
+  // channels (isotropic but for the outlier channels). docs/sign-optimizer.md.
+  double activation_decay = 1.0;
   std::uint32_t synthetic_m = 0, synthetic_n = 0;  // 0: chosen by device (lavapipe 512×512, GPUs 3584×1024)
   std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
   std::uint32_t held_out = 0;      // held-out tokens; 0: one batch
@@ -34,7 +39,10 @@ struct FitOptions {
   std::uint32_t steps = 0;  // 0: by device (300 on a CPU device, 2000 on a GPU)
   std::uint32_t warmup = 0;  // warm-up steps of the cosine schedules; 0: 5% of steps
   SignOpt sign_opt = SignOpt::fact;
-  float sign_lr = 0.02f;
+  // 0 by default: after the host refit (refit_sweeps) the GPU sign steps on
+  // one batch's gradients undo much of it (docs/sign-optimizer.md, "Host
+  // refit"); the GPU trains the scales. 0.02 was the default before.
+  float sign_lr = 0.0f;
   float sign_beta1 = 0.9f, sign_beta2 = 0.999f, sign_eps = 1e-8f;
   float sign_clamp = 1.0f, sign_hyst = 0.0f, sign_tau = 0.25f;
   float flip_budget = 1e-3f;  // at most this fraction of signs flips per step (0: no cap)
@@ -43,6 +51,7 @@ struct FitOptions {
   float scale_rel_floor = 0.0f;
   std::uint32_t eval_every = 0;  // held-out error every this many steps; 0: 20 points
   float gscale = 1024.0f;
+  std::uint32_t refit_sweeps = 4;  // host refit sweeps after Dual-SVID (refit.hpp); 0: none
 
   // outputs
   std::string out = "vkblr-fit-out";  // prefix: <out>.safetensors, <out>.json, <out>.svg

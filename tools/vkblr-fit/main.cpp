@@ -71,6 +71,9 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--scale-rel-floor", o.scale_rel_floor, "> 0: relative Adam steps on the scales");
   app.add_option("--eval-every", o.eval_every, "held-out error every N steps (default: 20 points)");
   app.add_option("--gscale", o.gscale, "gradient staging scale (a power of two)");
+  app.add_option("--refit-sweeps", o.refit_sweeps,
+                 "host sweeps of output-aware binary least squares after Dual-SVID (0: none)")
+      ->check(CLI::Range(0u, 100u));
   app.add_option("--out", o.out, "output prefix: <out>.safetensors, .json, .svg");
   app.add_option("--checkpoint-every", o.checkpoint_every, "write <out>.ckpt every N steps");
   app.add_option("--resume", o.resume, "continue from a checkpoint");

@@ -34,6 +34,9 @@ Matrix synthetic_weight(const SyntheticWeightSpec& spec);
 // covariance spectrum decays like a power law; 0 gives independent channels
 // of variance 1); then `outlier_channels` distinct random channels scaled by
 // `outlier_scale` (the few high-variance channels of LLM activations).
+// vkblr-fit uses spectrum_decay = 1 by default (FitOptions::activation_decay):
+// the output error then weighs W's directions as LLM inputs do, a few
+// dozen effective dimensions instead of all n.
 struct SyntheticActivationSpec {
   std::uint32_t tokens = 0, n = 0;
   double spectrum_decay = 0.0;

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,6 +109,12 @@ class SignMatrix {
   SignMatrix(Context& ctx, const Buffer& bits, std::uint32_t rows, std::uint32_t r, const SignInit& init,
              std::uint32_t matrix_id);
 
+  // Starts the state again from the bitmap as it is now, as the
+  // constructor does (latents s·tau, moments, counters, telemetry bitmaps
+  // and the kept gradient zero, bits0 a copy of the bits): for bits that
+  // changed outside the optimizer (vkblr-fit's host refit). Waits for it.
+  void reinit(Context& ctx);
+
   std::uint32_t rows() const noexcept { return rows_; }
   std::uint32_t r() const noexcept { return r_; }
   const SignInit& init() const noexcept { return init_; }
@@ -141,6 +148,13 @@ class SignMatrix {
   std::vector<std::pair<std::string, Buffer*>> state();
 
  private:
+  // record_step's dispatches in phases: each phase depends on the ones
+  // before it and on nothing after it (the kept gradient's zeroing is left
+  // to the caller).
+  std::vector<Ops> step_phases(Context& ctx, const Buffer& g, const SignStep& step);
+  friend void record_sign_steps(Recorder&, Context&, std::span<SignMatrix* const>, std::span<const Buffer* const>,
+                                const SignStep&);
+
   std::uint32_t rows_, r_, id_;
   std::uint32_t key_;              // stochastic-rounding stream of (seed, id)
   SignInit init_;
@@ -153,5 +167,15 @@ class SignMatrix {
   Buffer scores_, select_, ties_;  // flip budget: made by the first step with one
   Buffer kept_;                    // deferred gradient
 };
+
+// The steps of several sign matrices (distinct, each with its gradient
+// gradients[i], as record_step takes it), recorded phase by phase: every
+// matrix's first dispatch, then every matrix's second, ... The dispatches
+// and their results are record_step's for each matrix, bit for bit; the
+// barriers between phases are shared, so the small dispatches of the flip
+// budget's selection run side by side instead of one matrix after another.
+// Throws Error as record_step, or for sizes that differ or a null entry.
+void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const> matrices,
+                       std::span<const Buffer* const> gradients, const SignStep& step);
 
 }  // namespace vkblr

@@ -53,43 +53,42 @@ SignMatrix::SignMatrix(Context& ctx, const Buffer& bits, std::uint32_t rows, std
           kInit, static_cast<int>(init.opt));
 
   const std::uint64_t elem = state_size(init.state);
-  Recorder rec(ctx);
   if (init.opt != SignOpt::bop) w_ = ctx.buffer(n * elem, "sign.w");
   m_ = ctx.buffer(n * elem, "sign.m");
-  rec.fill(m_, 0);
-  if (init.opt == SignOpt::adam) {
-    v_ = ctx.buffer(n * elem, "sign.v");
-    rec.fill(v_, 0);
-  }
+  if (init.opt == SignOpt::adam) v_ = ctx.buffer(n * elem, "sign.v");
   if (init.opt == SignOpt::fact) {
     row_v_ = ctx.buffer(std::uint64_t{rows} * 4, "sign.row_v");
     col_v_ = ctx.buffer(std::uint64_t{r} * 4, "sign.col_v");
     const std::uint64_t blocks = detail::ceil_div(rows, VKBLR_SIGN_FACT_ROWS);
     sums_ = ctx.buffer((blocks * r + 1) * 4, "sign.sums");
-    rec.fill(row_v_, 0).fill(col_v_, 0);
   }
-  if (init.keep_bits0) {
-    bits0_ = ctx.buffer(n / 8, "sign.bits0");
-    rec.copy(bits, bits0_, n / 8);
-  }
+  if (init.keep_bits0) bits0_ = ctx.buffer(n / 8, "sign.bits0");
   flipped_ = ctx.buffer(n / 8, "sign.flipped");
   counters_ = ctx.buffer(VKBLR_SIGN_COUNTERS * 4, "sign.counters");
+  if (init.deferred) kept_ = ctx.buffer(n * 4, "sign.kept");
+  reinit(ctx);
+}
+
+void SignMatrix::reinit(Context& ctx) {
+  const std::uint64_t n = std::uint64_t{rows_} * r_;
+  Recorder rec(ctx);
+  rec.fill(m_, 0);
+  if (v_) rec.fill(v_, 0);
+  if (row_v_) rec.fill(row_v_, 0).fill(col_v_, 0);
+  if (bits0_) rec.copy(*bits_, bits0_, n / 8);
   rec.fill(flipped_, 0).fill(counters_, 0);
-  if (init.deferred) {
-    kept_ = ctx.buffer(n * 4, "sign.kept");
-    rec.fill(kept_, 0);
-  }
+  if (kept_) rec.fill(kept_, 0);
   if (w_) {
     const detail::KernelId id =
-        init.state == StateType::bf16 ? detail::KernelId::sign_init_bf16 : detail::KernelId::sign_init_f32;
+        init_.state == StateType::bf16 ? detail::KernelId::sign_init_bf16 : detail::KernelId::sign_init_f32;
     Dispatch d = detail::make_dispatch(ctx, id, kInit);
     shader::SignPush p{};
     p.n = static_cast<std::uint32_t>(n);
-    p.rows = rows;
-    p.r = r;
-    p.tau = init.tau;
+    p.rows = rows_;
+    p.r = r_;
+    p.tau = init_.tau;
     p.key = key_;
-    d.set_push(p).bind(kLatent, w_, Access::write).bind(kBits, bits, Access::read);
+    d.set_push(p).bind(kLatent, w_, Access::write).bind(kBits, *bits_, Access::read);
     d.groups = detail::elt_grid(n, kInit);
     rec.add(d);
   }
