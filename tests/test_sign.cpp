@@ -18,6 +18,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -743,4 +744,69 @@ GPU_TEST("sign optimizer refuses bad shapes, buffers and hyperparameters", "[sig
   s.live = {&scalars, 1};
   refuses(s, "sign_step: live scalars holds 8 bytes, needs 16");
   CHECK(rec.empty());  // nothing was recorded by a refused step
+}
+
+GPU_TEST("record_sign_steps: several matrices phase by phase ≡ record_step one by one, with fewer barriers",
+         "[sign][recorder]") {
+  // every optimizer and state type side by side; one SignStep for all (as
+  // the trainer passes), with a flip budget, so the selection runs too
+  struct Case {
+    SignOpt opt;
+    StateType state;
+  };
+  const Case cases[] = {{SignOpt::adam, StateType::bf16},
+                        {SignOpt::fact, StateType::f32},
+                        {SignOpt::bop, StateType::f32},
+                        {SignOpt::fact, StateType::bf16}};
+  std::vector<std::unique_ptr<Mat>> together, alone;
+  std::vector<Buffer> g_together, g_alone;
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    const auto bits = random_bits(kN / 32, 781 + i);
+    together.push_back(std::make_unique<Mat>(ctx, test_init(cases[i].opt, cases[i].state), bits, 20 + i));
+    alone.push_back(std::make_unique<Mat>(ctx, test_init(cases[i].opt, cases[i].state), bits, 20 + i));
+    g_together.push_back(ctx.buffer(kN * 4));
+    g_alone.push_back(ctx.buffer(kN * 4));
+  }
+  std::uint32_t barriers_together = 0, barriers_alone = 0;
+  for (std::uint32_t t = 1; t <= 3; ++t) {
+    Recorder rec(ctx), one(ctx);
+    SignStep shared = test_step(SignOpt::fact);
+    shared.flip_budget = 0.01f;
+    shared.step = t;
+    std::vector<SignMatrix*> matrices;
+    std::vector<const Buffer*> grads;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      const auto G = vkt::random_floats(kN, 790 + 10 * t + i, 1.0f);
+      g_together[i].upload(G);
+      g_alone[i].upload(G);
+      alone[i]->sm.record_step(one, ctx, g_alone[i], shared);
+      matrices.push_back(&together[i]->sm);
+      grads.push_back(&g_together[i]);
+    }
+    record_sign_steps(rec, ctx, matrices, grads, shared);
+    barriers_together += rec.barriers();
+    barriers_alone += one.barriers();
+    rec.run();
+    one.run();
+  }
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    INFO("matrix " << i << ": " << to_string(cases[i].opt));
+    CHECK(state_diffs(*together[i], *alone[i]) == 0);
+    const SignTelemetry a = together[i]->sm.telemetry(ctx), b = alone[i]->sm.telemetry(ctx);
+    CHECK(a.total_flips == b.total_flips);
+    CHECK(a.total_flips > 0);
+  }
+  INFO("barriers: " << barriers_together << " together, " << barriers_alone << " one by one");
+  CHECK(barriers_together * 2 < barriers_alone);
+
+  SignMatrix* twice[] = {&together[0]->sm, &together[0]->sm};
+  const Buffer* grads2[] = {&g_together[0], &g_together[1]};
+  Recorder rec(ctx);
+  std::string message;
+  try {
+    record_sign_steps(rec, ctx, twice, grads2, test_step(SignOpt::fact));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Matchers::ContainsSubstring("matrix 1 is matrix 0 again"));
 }

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -147,6 +148,13 @@ class SignMatrix {
   std::vector<std::pair<std::string, Buffer*>> state();
 
  private:
+  // record_step's dispatches in phases: each phase depends on the ones
+  // before it and on nothing after it (the kept gradient's zeroing is left
+  // to the caller).
+  std::vector<Ops> step_phases(Context& ctx, const Buffer& g, const SignStep& step);
+  friend void record_sign_steps(Recorder&, Context&, std::span<SignMatrix* const>, std::span<const Buffer* const>,
+                                const SignStep&);
+
   std::uint32_t rows_, r_, id_;
   std::uint32_t key_;              // stochastic-rounding stream of (seed, id)
   SignInit init_;
@@ -159,5 +167,15 @@ class SignMatrix {
   Buffer scores_, select_, ties_;  // flip budget: made by the first step with one
   Buffer kept_;                    // deferred gradient
 };
+
+// The steps of several sign matrices (distinct, each with its gradient
+// gradients[i], as record_step takes it), recorded phase by phase: every
+// matrix's first dispatch, then every matrix's second, ... The dispatches
+// and their results are record_step's for each matrix, bit for bit; the
+// barriers between phases are shared, so the small dispatches of the flip
+// budget's selection run side by side instead of one matrix after another.
+// Throws Error as record_step, or for sizes that differ or a null entry.
+void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const> matrices,
+                       std::span<const Buffer* const> gradients, const SignStep& step);
 
 }  // namespace vkblr

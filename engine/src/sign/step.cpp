@@ -1,9 +1,12 @@
-// SignMatrix::record_step: the optimizer step of a sign matrix and its flip
-// budget (glsl/sign_begin.comp, sign_fact.comp, sign_update.comp,
+// SignMatrix::record_step and record_sign_steps: the optimizer step of a
+// sign matrix and its flip budget (glsl/sign_begin.comp, sign_fact.comp, sign_update.comp,
 // sign_select.comp, sign_apply.comp; the order and the algorithm are in
 // docs/sign-optimizer.md).
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <span>
+#include <vector>
 
 #include "../ops/op_util.hpp"
 #include "sign_kernels.hpp"
@@ -57,7 +60,8 @@ Dispatch make(Context& ctx, KernelId id, const char* name, const shader::SignPus
 }
 }  // namespace
 
-void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const SignStep& step) {
+std::vector<Ops> SignMatrix::step_phases(Context& ctx, const Buffer& g, const SignStep& step) {
+  std::vector<Ops> phases;
   const std::uint64_t n = std::uint64_t{rows_} * r_;
   need_bytes(kStep, "g", g, n * 4);
   const Buffer* const owned[] = {&w_,       &m_,        &v_,      &row_v_, &col_v_, &sums_,
@@ -110,7 +114,7 @@ void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const
   begin.bind(kCounters, counters_, Access::read_write);
   if (budget) begin.bind(kSelect, select_, Access::write);
   bind_live(begin);
-  rec.add(begin);
+  phases.push_back({begin});
 
   if (init_.opt == SignOpt::fact) {
     const std::uint32_t fact_blocks = detail::ceil_div(rows_, VKBLR_SIGN_FACT_ROWS);
@@ -127,7 +131,8 @@ void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const
                                                                                         Access::read_write);
     bind_live(rows);
     bind_live(sum);
-    rec.add(rows).add(cols).add(sum);
+    phases.push_back({rows, cols});  // independent: both only read g
+    phases.push_back({sum});
     p.blocks = fact_blocks;  // the update reads ΣR at sums[blocks·r]
   }
 
@@ -145,7 +150,7 @@ void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const
     update.bind(kFlipped, flipped_, Access::read_write);
   }
   bind_live(update);
-  rec.add(update);
+  phases.push_back({update});
 
   if (budget) {
     shader::SignPush sp = p;
@@ -156,7 +161,8 @@ void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const
       hist.bind(kScores, scores_, Access::read).bind(kSelect, select_, Access::read_write);
       Dispatch pick = make(ctx, KernelId::sign_pick, "sign_pick", sp, {1, 1, 1});
       pick.bind(kSelect, select_, Access::read_write);
-      rec.add(hist).add(pick);
+      phases.push_back({hist});
+      phases.push_back({pick});
     }
     Dispatch ties = make(ctx, KernelId::sign_ties, "sign_ties", sp, elements);
     ties.bind(kScores, scores_, Access::read).bind(kSelect, select_, Access::read).bind(kTies, ties_, Access::write);
@@ -170,10 +176,41 @@ void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const
         .bind(kSelect, select_, Access::read)
         .bind(kTies, ties_, Access::read);
     bind_live(apply);
-    rec.add(ties).add(scan).add(apply);
+    phases.push_back({ties});
+    phases.push_back({scan});
+    phases.push_back({apply});
   }
+  return phases;
+}
 
+void SignMatrix::record_step(Recorder& rec, Context& ctx, const Buffer& g, const SignStep& step) {
+  for (const Ops& phase : step_phases(ctx, g, step)) rec.add(phase);
   if (kept_ && g.id() == kept_.id()) rec.fill(kept_, 0);
+}
+
+void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const> matrices,
+                       std::span<const Buffer* const> gradients, const SignStep& step) {
+  require(matrices.size() == gradients.size(), "{}: {} matrices but {} gradients", kStep, matrices.size(),
+          gradients.size());
+  std::vector<std::vector<Ops>> phases;
+  std::size_t most = 0;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    require(matrices[i] != nullptr && gradients[i] != nullptr, "{}: matrix {} or its gradient is null", kStep, i);
+    for (std::size_t j = 0; j < i; ++j) {
+      require(matrices[j] != matrices[i], "{}: matrix {} is matrix {} again", kStep, i, j);
+    }
+    phases.push_back(matrices[i]->step_phases(ctx, *gradients[i], step));
+    most = std::max(most, phases.back().size());
+  }
+  for (std::size_t k = 0; k < most; ++k) {
+    for (const std::vector<Ops>& own : phases) {
+      if (k < own.size()) rec.add(own[k]);
+    }
+  }
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    const Buffer& kept = matrices[i]->kept_gradient();
+    if (kept && gradients[i]->id() == kept.id()) rec.fill(kept, 0);
+  }
 }
 
 }  // namespace vkblr

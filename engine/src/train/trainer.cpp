@@ -182,7 +182,14 @@ struct BlrTrainer::Impl {
     rec.tag("sign");
     SignStep sign_step = config.sign_step;
     sign_step.live = {&scalars, kSignWord};
-    for (SignMatrix& sm : signs) sm.record_step(rec, ctx, sm.kept_gradient(), sign_step);
+    // all matrices phase by phase: shared barriers (record_sign_steps)
+    std::vector<SignMatrix*> matrices;
+    std::vector<const Buffer*> grads;
+    for (SignMatrix& sm : signs) {
+      matrices.push_back(&sm);
+      grads.push_back(&sm.kept_gradient());
+    }
+    record_sign_steps(rec, ctx, matrices, grads, sign_step);
     rec.tag("");
     ops::AdamOptions adam = config.scale_adam;
     adam.live = {&scalars, kScaleWord};
