@@ -70,16 +70,7 @@ class MpiTrainer final : public FitTrainer {
   double early_accumulate_s_ = 0;  // micro-batches before the last one
 };
 
-bool set(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
-}
-
 }  // namespace
-
-bool launched_by_mpi() {
-  return set("OMPI_COMM_WORLD_SIZE") || set("PMIX_RANK") || set("PMI_RANK") || set("PMI_SIZE");
-}
 
 MpiRanks::MpiRanks(int& argc, char**& argv, bool timing_barrier)
     : session_(argc, argv), group_(MPI_COMM_WORLD), timing_barrier_(timing_barrier) {}

@@ -17,11 +17,6 @@
 
 namespace vkblr::fit {
 
-// True when an MPI launcher started this process: mpirun / mpiexec of Open
-// MPI (OMPI_COMM_WORLD_SIZE), any PMIx launcher such as srun --mpi=pmix
-// (PMIX_RANK), or a PMI-1/2 one such as MPICH's Hydra (PMI_RANK, PMI_SIZE).
-bool launched_by_mpi();
-
 class MpiRanks final : public FitRanks {
  public:
   // MPI_Init and the group of MPI_COMM_WORLD. timing_barrier: a barrier

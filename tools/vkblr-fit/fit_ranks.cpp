@@ -1,6 +1,7 @@
 #include "vkblr-fit/fit_ranks.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "vkblr/error.hpp"
@@ -52,7 +53,16 @@ class LocalTrainer final : public FitTrainer {
   BlrTrainer trainer_;
 };
 
+bool set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
 }  // namespace
+
+bool launched_by_mpi() {
+  return set("OMPI_COMM_WORLD_SIZE") || set("PMIX_RANK") || set("PMI_RANK") || set("PMI_SIZE");
+}
 
 FitSlice split_tokens(std::uint32_t total, std::uint32_t parts, std::uint32_t index) {
   require(parts >= 1 && parts <= total && index < parts, "split_tokens: part {} of {} parts of {} tokens", index,

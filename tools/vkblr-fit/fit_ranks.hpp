@@ -99,6 +99,11 @@ class FitRanks {
 // ranks × micro_batches: one BlrTrainer serves all parts).
 std::vector<FitSlice> rank_parts(const FitRanks& ranks, std::uint32_t batch_tokens, std::uint32_t micro_batches);
 
+// True when an MPI launcher started this process: mpirun / mpiexec of Open
+// MPI (OMPI_COMM_WORLD_SIZE), any PMIx launcher such as srun --mpi=pmix
+// (PMIX_RANK), or a PMI-1/2 one such as MPICH's Hydra (PMI_RANK, PMI_SIZE).
+bool launched_by_mpi();
+
 // One process: rank 0 of 1.
 class LocalRanks final : public FitRanks {
  public:

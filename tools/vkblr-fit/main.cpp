@@ -140,6 +140,11 @@ int main(int argc, char** argv) {
     }
     return run(options, *ranks, device);
   }
+#else
+  if (vkblr::fit::launched_by_mpi()) {
+    std::fprintf(stderr, "vkblr-fit: built without vkblr::mpi: under an MPI launcher every process runs the whole "
+                         "fit on its own\n");
+  }
 #endif
   vkblr::fit::LocalRanks local;
   return run(options, local, "");
