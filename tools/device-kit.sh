@@ -78,4 +78,5 @@ cp -L "$root/usr/lib/x86_64-linux-gnu/libmpi.so.40" "$mpi/lib/"
 du -sh "$mpi"
 tar -C "$kit" -czf "$kit/mpi.tar.gz" mpi
 rm -rf "$mpi"
-du -sh "$kit/mpi.tar.gz" "$kit"
+du -sh "$kit/mpi.tar.gz"
+du -sh "$kit"
