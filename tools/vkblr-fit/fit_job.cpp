@@ -242,7 +242,7 @@ std::uint64_t total_flips(Context& ctx, BlrTrainer& trainer, std::uint64_t* osci
 LayerShape layer_shape_for(const FitOptions& o, const Matrix& w) {
   LayerShape shape{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols), o.rank, o.paths};
   if (shape.rank == 0) shape.rank = rank_for_bpw(shape.m, shape.n, shape.paths, o.scale_dtype, o.bpw);
-  check_layer_shape(shape, "vkblr-fit");
+  check_layer_shape(shape, o.rank ? "--rank" : "--bpw");
   return shape;
 }
 
@@ -347,6 +347,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     const RefitStats rs = refit_paths(in.w, in.x_train, shape, init_paths, {.sweeps = o.refit_sweeps});
     upload_paths(layer, init_paths);
     for (SignMatrix& sm : trainer->trainer().signs()) sm.reinit(ctx);
+    trainer->check_agreement();  // every rank refit alike (a host computation on each)
     say(std::format("refit: {} sweeps in {:.1f} s, {} signs changed; training-token error {:.4e} -> {:.4e}, "
                     "held-out output error {:.4e}",
                     o.refit_sweeps, seconds_since(t0), rs.sign_changes, rs.train_error_before, rs.train_error_after,
