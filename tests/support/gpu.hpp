@@ -2,7 +2,8 @@
 //
 // Every GPU test runs on one process-wide Context with the Khronos
 // validation layer on; the test fails when any validation message appears
-// during it. Without any Vulkan device the test is skipped (SKIP) — that is
+// during it, or since the last GPU test's end (so the first test also fails
+// on messages from making the context). Without any Vulkan device the test is skipped (SKIP) — that is
 // the only skip; a missing validation layer is a failure.
 #pragma once
 
@@ -27,7 +28,6 @@ void check_validation(vkblr::Context& ctx);
   static void fn(vkblr::Context& ctx);                            \
   TEST_CASE(name, tags) {                                         \
     vkblr::Context& ctx_ = vkt::context();                        \
-    ctx_.clear_validation_messages();                             \
     fn(ctx_);                                                     \
     vkt::check_validation(ctx_);                                  \
   }                                                               \
