@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
@@ -366,4 +367,46 @@ GPU_TEST("split steps: accumulate + apply ≡ one step; micro-batches add up to 
   CHECK(vkt::count_bit_diffs(std::vector<float>(got, got + g.floats), sum) == 0);
   const StepResult r = t.apply(0.02f, 1e-3f);
   CHECK(std::abs(r.sq_error - sq) <= 1e-6 * sq);  // f32 partials summed, then f64
+}
+
+GPU_TEST("train_signs = false: the bits stay, the scales learn, no sign work is recorded", "[trainer]") {
+  const Planted planted = make_planted(ctx, 41);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.0, 42);
+  auto perturbed = start.init();
+  for (auto& p : perturbed) {
+    for (auto& v : p.l) v *= 1.3f;  // wrong ℓ: something for the scales to learn
+  }
+  BlrLayer frozen = make_blr_layer(ctx, kM, kN, kR, perturbed, false);
+  BlrLayer trained = make_blr_layer(ctx, kM, kN, kR, perturbed, false);
+  BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
+  c.train_h = c.train_l = c.train_g = true;
+  // a trainer with signs first, so the layer's paths hold views of its
+  // sign gradients: the frozen trainer must drop them
+  auto with_signs = std::make_unique<BlrTrainer>(ctx, frozen, kTok, c);
+  c.train_signs = false;
+  Profiler& prof = ctx.profiler();
+  const auto dispatches_before = prof.counters().dispatches;
+  BlrTrainer trainer(ctx, frozen, kTok, c);
+  with_signs.reset();
+  const std::size_t b = trainer.add_batch(planted.x[0], planted.target[0]);
+  const auto frozen_dispatches = prof.counters().dispatches - dispatches_before;
+  c.train_signs = true;
+  BlrTrainer full(ctx, trained, kTok, c);
+  const auto before_full = prof.counters().dispatches;
+  full.add_batch(planted.x[0], planted.target[0]);
+  const auto full_dispatches = prof.counters().dispatches - before_full;
+  CHECK(trainer.signs().empty());
+  CHECK(frozen_dispatches < full_dispatches);
+
+  const auto bits_u = frozen.paths[0].bits_u.download<std::uint32_t>();
+  const auto bits_v = frozen.paths[0].bits_v.download<std::uint32_t>();
+  const std::size_t eval = trainer.add_eval_batch(planted.x_eval, planted.target_eval);
+  const double before = trainer.eval(eval);
+  for (int s = 0; s < 30; ++s) CHECK(trainer.step(b, 0.5f, 1e-2f).applied);
+  const double after = trainer.eval(eval);
+  INFO("held-out squared error " << before << " -> " << after);
+  CHECK(after < 0.5 * before);
+  CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_u.download<std::uint32_t>(), bits_u) == 0);
+  CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_v.download<std::uint32_t>(), bits_v) == 0);
+  CHECK(trainer.state().size() == 2);  // Adam's two moments only
 }

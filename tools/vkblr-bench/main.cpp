@@ -4,7 +4,7 @@
 //                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
-//                     [--steps N] [--warmup N]
+//                     [--frozen-signs] [--steps N] [--warmup N]
 //   --json on either: the results as JSON on stdout
 //
 // Method: each case is recorded `reps` times into one Graph with timestamps
@@ -74,9 +74,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> train_cases;
   bench::TrainBenchOptions topt;
   std::string sign_opt = "fact";
+  bool frozen_signs = false;
   train->add_option("--case", train_cases, "m,n,r,ntok,P (repeatable; default: vkblr-fit's H200 layer at 1 bpw)");
   train->add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
   train->add_option("--flip-budget", topt.flip_budget, "fraction of signs that may flip per step (0: no cap)");
+  train->add_flag("--frozen-signs", frozen_signs, "scales only: no sign gradients or steps (vkblr-fit --sign-lr 0)");
   train->add_option("--steps", topt.steps, "timed steps (>= 20)")->check(CLI::Range(20u, 1000000u));
   train->add_option("--warmup", topt.warmup, "untimed steps first");
 
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
         topt.cases.push_back(tc);
       }
       topt.sign_opt = vkblr::sign_opt_from_string(sign_opt);
+      topt.train_signs = !frozen_signs;
       topt.quiet = json;
       const auto results = bench::run_train_bench(ctx, topt);
       report["train"] = nlohmann::json::array();

@@ -41,6 +41,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
   for (const TrainCase& c : o.cases) {
     TrainResult res;
     res.c = c;
+    res.train_signs = o.train_signs;
     try {
       const auto target_h = uniform(std::size_t{c.ntok} * c.m, 61, -1.0f, 1.0f);
       double target_sq = 0;
@@ -50,6 +51,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
       vkblr::BlrTrainerConfig config;
       config.sign_init.opt = o.sign_opt;
       config.sign_step.flip_budget = o.flip_budget;
+      config.train_signs = o.train_signs;
       config.loss_norm = static_cast<float>(target_sq);
       config.sign_step.grad_scale = static_cast<float>(target_sq);
 
@@ -105,7 +107,8 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
 }
 
 std::string format_train_result(const TrainResult& r) {
-  std::string s = std::format("train m={} n={} r={} ntok={} P={}: ", r.c.m, r.c.n, r.c.r, r.c.ntok, r.c.paths);
+  std::string s = std::format("train m={} n={} r={} ntok={} P={}{}: ", r.c.m, r.c.n, r.c.r, r.c.ntok, r.c.paths,
+                              r.train_signs ? "" : " (signs frozen)");
   if (!r.error.empty()) return s + "error: " + r.error;
   s += std::format("{:.0f} steps/s (wall, median step {:.3f} ms), GPU {:.3f} ms/step in {} dispatches",
                    r.steps_per_s, r.step_wall.median_ms, r.gpu.median_ms, r.dispatches);
@@ -119,6 +122,7 @@ nlohmann::json to_json(const TrainResult& r) {
     j["error"] = r.error;
     return j;
   }
+  j["train_signs"] = r.train_signs;
   j["steps_per_s"] = r.steps_per_s;
   j["step_wall_ms"] = {{"median", r.step_wall.median_ms}, {"min", r.step_wall.min_ms}, {"max", r.step_wall.max_ms}};
   j["gpu_ms"] = {{"median", r.gpu.median_ms}, {"min", r.gpu.min_ms}, {"max", r.gpu.max_ms}};

@@ -26,6 +26,7 @@ struct TrainBenchOptions {
   std::vector<TrainCase> cases;
   vkblr::SignOpt sign_opt = vkblr::SignOpt::fact;  // vkblr-fit's defaults
   float flip_budget = 1e-3f;
+  bool train_signs = true;  // false: vkblr-fit's --sign-lr 0 (scales only)
   std::uint32_t warmup = 20;
   std::uint32_t steps = 200;  // timed steps
   bool quiet = false;
@@ -33,6 +34,7 @@ struct TrainBenchOptions {
 
 struct TrainResult {
   TrainCase c{};
+  bool train_signs = true;
   std::string error;
   double steps_per_s = 0;  // wall clock, `steps` replayed steps
   Stats step_wall;         // per step wall time (ms)

@@ -93,6 +93,8 @@ float schedule(float base, std::uint32_t s, std::uint32_t steps, std::uint32_t w
 
 BlrTrainerConfig trainer_config(const FitOptions& o, double loss_norm) {
   BlrTrainerConfig c;
+  // --sign-lr 0 keeps the signs (of the refit): no sign gradients or steps
+  c.train_signs = o.sign_lr > 0;
   c.sign_init.opt = o.sign_opt;
   c.sign_init.tau = o.sign_tau;
   c.sign_init.state = o.bf16_state ? StateType::bf16 : StateType::f32;

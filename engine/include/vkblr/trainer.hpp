@@ -59,6 +59,9 @@ struct BlrTrainerConfig {
   ops::AdamOptions scale_adam;     // Adam of h, ℓ, g; lr and step are set per step
   float scale_rel_floor = 0.0f;    // > 0: relative Adam steps on the scales
   bool train_h = true, train_l = true, train_g = true;  // false freezes that kind of scale
+  // false: the signs stay as they are: no sign matrices, no sign
+  // gradients, no sign steps (a step is then forward, backward and Adam)
+  bool train_signs = true;
   float gscale = 1024.0f;          // power of two (BlrBackward)
   float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm
   // Debugging: record a batch's step anew for every step instead of

@@ -40,6 +40,7 @@ Fingerprint fingerprint(const Context& ctx, const BlrLayer& layer, std::uint32_t
   f.add("loss_norm", std::format("{}", c.loss_norm));
   f.add("gscale", std::format("{}", c.gscale));
   f.add("train h, l, g", std::format("{} {} {}", c.train_h, c.train_l, c.train_g));
+  f.add("train signs", std::format("{}", c.train_signs));
   f.add("scale_rel_floor", std::format("{}", c.scale_rel_floor));
   const ops::AdamOptions& a = c.scale_adam;
   f.add("scale_adam", std::format("beta1 {} beta2 {} eps {} grad_scale {}", a.beta1, a.beta2, a.eps, a.grad_scale));

@@ -84,6 +84,11 @@ struct BlrTrainer::Impl {
     signs.reserve(2 * layer.paths.size());
     for (std::size_t p = 0; p < layer.paths.size(); ++p) {
       BlrPath& path = layer.paths[p];
+      if (!config.train_signs) {  // no sign gradients (nor views of another trainer's buffers)
+        path.g_u = Buffer{};
+        path.g_v = Buffer{};
+        continue;
+      }
       signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
       signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
       path.g_u = signs[2 * p].kept_gradient().view(0);
@@ -145,7 +150,7 @@ struct BlrTrainer::Impl {
     record_forward_loss(rec, x, target);
     BlrBackward backward;
     backward.gscale = config.gscale;
-    backward.sign_grads = true;
+    backward.sign_grads = config.train_signs;
     backward.accumulate_sign_grads = true;  // into the kept buffers (zero after a step)
     blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, backward);
     if (config.split) {
