@@ -10,31 +10,42 @@
 // @variant cvt_col MODE=1
 // @variant cvt_cols MODE=2
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "cvt.h"
 #include "unfused.glsl"
 
 layout(local_size_x = VKBLR_ELT_WG) in;
-layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
+layout(set = 0, binding = 0) restrict readonly buffer Src { float src[]; };
 #if MODE == 1
-layout(set = 0, binding = 1) readonly buffer Col { float col[]; };
+layout(set = 0, binding = 1) restrict readonly buffer Col { float col[]; };
 #endif
-layout(set = 0, binding = 2) writeonly buffer Dst { float16_t dst[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer Dst { float16_t dst[]; };
 
+// Four elements per invocation, a quarter of the output apart (each pass
+// coalesced; four loads in flight per invocation instead of one).
 void main() {
-  const uint i = elt_index();
-  if (i >= pc.rows * pc.k) return;
-  const uint row = i / pc.k;
-  const uint c = i % pc.k;
-  float v = 0.0;
-  if (row < pc.m) {
+  const uint total = pc.rows * pc.k;
+  const uint first = elt_index();
+  if (first >= pc.quarter) return;
+  float v[4];
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    const uint i = first + j * pc.quarter;
+    const uint row = i / pc.k;
+    const uint c = i % pc.k;
+    v[j] = 0.0;
+    if (i < total && row < pc.m) {
 #if MODE == 0
-    v = src[i] * pc.scale;
+      v[j] = src[i] * pc.scale;
 #elif MODE == 1
-    v = staged(src[i], col[c], pc.scale);
+      v[j] = staged(src[i], col[c], pc.scale);
 #else
-    v = src[row * pc.stride + pc.col0 + c] * pc.scale;
+      v[j] = src[row * pc.stride + pc.col0 + c] * pc.scale;
 #endif
+    }
   }
-  dst[i] = float16_t(v);
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    const uint i = first + j * pc.quarter;
+    if (i < total) dst[i] = float16_t(v[j]);
+  }
 }

@@ -13,7 +13,7 @@ VKBLR_PUSH(CvtPush) {
   uint stride;   // cvt_cols: source row stride in elements
   uint col0;     // cvt_cols: first source column
   float scale;   // every value is multiplied by it
-  uint reserved;
+  uint quarter;  // cvt, cvt_col, cvt_cols: elements per pass (ceil(rows·k / 4)); else unused
 } VKBLR_PUSH_END(pc)
 
 VKBLR_SHADER_END

@@ -9,6 +9,7 @@ VKBLR_PUSH(ScalePush) {
   uint m;           // rows; f16_to_f32: 1
   uint k;           // columns (the column factors' length); f16_to_f32: elements
   uint accumulate;  // scale_acc: OUT += A·COL (1) or OUT = A·COL (0)
+  uint quarter;     // scale_acc*: elements per pass (ceil(m·k / 4)); f16_to_f32: unused
 } VKBLR_PUSH_END(pc)
 
 VKBLR_SHADER_END

@@ -11,6 +11,11 @@ using detail::need_bytes;
 using shader::CvtPush;
 static_assert(sizeof(CvtPush) == 32);
 
+// Elements per pass of cvt.comp (four passes, one element each).
+std::uint32_t quarter_of(std::uint32_t rows, std::uint32_t k) {
+  return static_cast<std::uint32_t>((std::uint64_t{rows} * k + 3) / 4);
+}
+
 CvtPush staging_push(const char* op, std::uint32_t m, std::uint32_t k, float scale, std::uint32_t& rows) {
   dim(op, "m", m);
   dim(op, "k", k);
@@ -28,24 +33,28 @@ CvtPush staging_push(const char* op, std::uint32_t m, std::uint32_t k, float sca
 
 Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m, std::uint32_t k, float scale,
              std::uint32_t rows) {
-  const CvtPush p = staging_push("cvt", m, k, scale, rows);
+  CvtPush p = staging_push("cvt", m, k, scale, rows);
   need_bytes("cvt", "src", src, std::uint64_t{m} * k * 4);
   need_bytes("cvt", "dst", dst, std::uint64_t{rows} * k * 2);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt, "cvt");
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
-  d.groups = detail::elt_grid(std::uint64_t{rows} * k, "cvt");
+  p.quarter = quarter_of(rows, k);
+  d.set_push(p);
+  d.groups = detail::elt_grid(p.quarter, "cvt");
   return d;
 }
 
 Dispatch cvt_col(Context& ctx, const Buffer& src, const Buffer& col, const Buffer& dst, std::uint32_t m,
                  std::uint32_t k, float scale, std::uint32_t rows) {
-  const CvtPush p = staging_push("cvt_col", m, k, scale, rows);
+  CvtPush p = staging_push("cvt_col", m, k, scale, rows);
   need_bytes("cvt_col", "src", src, std::uint64_t{m} * k * 4);
   need_bytes("cvt_col", "col", col, std::uint64_t{k} * 4);
   need_bytes("cvt_col", "dst", dst, std::uint64_t{rows} * k * 2);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt_col, "cvt_col");
   d.set_push(p).bind(0, src, Access::read).bind(1, col, Access::read).bind(2, dst, Access::write);
-  d.groups = detail::elt_grid(std::uint64_t{rows} * k, "cvt_col");
+  p.quarter = quarter_of(rows, k);
+  d.set_push(p);
+  d.groups = detail::elt_grid(p.quarter, "cvt_col");
   return d;
 }
 
@@ -61,7 +70,9 @@ Dispatch cvt_cols(Context& ctx, const Buffer& src, const Buffer& dst, std::uint3
   p.col0 = col0;
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt_cols, "cvt_cols");
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
-  d.groups = detail::elt_grid(std::uint64_t{rows} * k, "cvt_cols");
+  p.quarter = quarter_of(rows, k);
+  d.set_push(p);
+  d.groups = detail::elt_grid(p.quarter, "cvt_cols");
   return d;
 }
 

@@ -9,7 +9,7 @@ namespace {
 using detail::dim;
 using detail::need_bytes;
 using shader::ScalePush;
-static_assert(sizeof(ScalePush) == 12);
+static_assert(sizeof(ScalePush) == 16);
 
 // Checks m and k; the push constants of an [m][k] output.
 ScalePush output_push(const char* op, std::uint32_t m, std::uint32_t k) {
@@ -19,6 +19,7 @@ ScalePush output_push(const char* op, std::uint32_t m, std::uint32_t k) {
   ScalePush p{};
   p.m = m;
   p.k = k;
+  p.quarter = static_cast<std::uint32_t>((std::uint64_t{m} * k + 3) / 4);  // scale_acc*: four passes
   return p;
 }
 }  // namespace
@@ -37,7 +38,7 @@ Dispatch scale_acc(Context& ctx, const Buffer& a, const Buffer& col, const Buffe
       .bind(0, a, Access::read)
       .bind(1, col, Access::read)
       .bind(4, out, accumulate ? Access::read_write : Access::write);
-  d.groups = detail::elt_grid(std::uint64_t{m} * k, op);
+  d.groups = detail::elt_grid(p.quarter, op);
   return d;
 }
 
@@ -58,7 +59,7 @@ Dispatch scale_acc2(Context& ctx, const Buffer& a0, const Buffer& col0, const Bu
       .bind(2, a1, Access::read)
       .bind(3, col1, Access::read)
       .bind(4, out, Access::write);
-  d.groups = detail::elt_grid(std::uint64_t{m} * k, op);
+  d.groups = detail::elt_grid(p.quarter, op);
   return d;
 }
 
