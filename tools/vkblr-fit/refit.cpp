@@ -186,21 +186,48 @@ void balance(DensePath& p) {
   p.g *= common / rg;
 }
 
-}  // namespace
-
-RefitStats refit_paths(const Matrix& w, const Matrix& x, const LayerShape& shape, std::vector<BlrPathInit>& paths,
-                       const RefitOptions& options) {
+void check_inputs(const Matrix& w, const Matrix& x, const LayerShape& shape) {
   require(w.rows == shape.m && w.cols == shape.n, "refit: W is {}×{}, the layer {}×{}", w.rows, w.cols, shape.m,
           shape.n);
   require(x.cols == shape.n && x.rows >= 1, "refit: activations are {}×{}; want T×{} with T >= 1", x.rows, x.cols,
           shape.n);
+}
+
+Mat dense_target(const Matrix& w) {
+  return Eigen::Map<const RowMajorF>(w.values.data(), static_cast<Eigen::Index>(w.rows),
+                                     static_cast<Eigen::Index>(w.cols))
+      .cast<double>();
+}
+
+}  // namespace
+
+std::vector<double> training_output_errors(const Matrix& w, const Matrix& x, const LayerShape& shape,
+                                           std::span<const std::vector<BlrPathInit>> candidates) {
+  check_inputs(w, x, shape);
+  for (const std::vector<BlrPathInit>& paths : candidates) {
+    require(paths.size() == shape.paths, "refit: {} paths for a layer of {}", paths.size(), shape.paths);
+  }
+  const Mat c = second_moment(x);
+  const Mat target = dense_target(w);
+  const double reference = output_sq(target, c);
+  require(reference > 0, "refit: ‖X·Wᵀ‖ = 0 (nothing to fit)");
+  std::vector<double> errors;
+  for (const std::vector<BlrPathInit>& paths : candidates) {
+    Mat total = -target;
+    for (const BlrPathInit& p : paths) total += unpack(p, shape).weight();
+    errors.push_back(std::sqrt(output_sq(total, c) / reference));
+  }
+  return errors;
+}
+
+RefitStats refit_paths(const Matrix& w, const Matrix& x, const LayerShape& shape, std::vector<BlrPathInit>& paths,
+                       const RefitOptions& options) {
+  check_inputs(w, x, shape);
   require(paths.size() == shape.paths, "refit: {} paths for a layer of {}", paths.size(), shape.paths);
   RefitStats stats;
   if (options.sweeps == 0) return stats;
   const Mat c = second_moment(x);
-  const Mat target = Eigen::Map<const RowMajorF>(w.values.data(), static_cast<Eigen::Index>(w.rows),
-                                                 static_cast<Eigen::Index>(w.cols))
-                         .cast<double>();
+  const Mat target = dense_target(w);
   std::vector<DensePath> dense;
   Mat total = Mat::Zero(target.rows(), target.cols());
   for (const BlrPathInit& p : paths) {

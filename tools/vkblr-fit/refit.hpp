@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "vkblr-fit/layer_shape.hpp"
@@ -51,6 +52,13 @@ struct RefitStats {
 // shapes that do not fit (naming "refit" and the sizes).
 RefitStats refit_paths(const Matrix& w, const Matrix& x, const LayerShape& shape, std::vector<BlrPathInit>& paths,
                        const RefitOptions& options);
+
+// The training objective of each candidate (a layer of `shape`, fitted to
+// w [m][n]): ‖X(Ŵ − W)ᵀ‖/‖XWᵀ‖ on x [T][n] in f64, through one shared
+// C = XᵀX/T (O(T·n²) once, then O(m·n·(n + r)) per candidate). Throws
+// vkblr::Error as refit_paths for shapes that do not fit.
+std::vector<double> training_output_errors(const Matrix& w, const Matrix& x, const LayerShape& shape,
+                                           std::span<const std::vector<BlrPathInit>> candidates);
 
 // Writes host paths into a layer made by make_blr_layer (bitmaps and the
 // concatenated scales); waits for the device. Throws vkblr::Error when they
