@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <format>
-#include <random>
 
 namespace bench {
 namespace {
@@ -17,21 +16,6 @@ double torch_compile_reference(const BlrCase& c) {
   if (c.m == 6144 && c.n == 1024 && c.r == 512) return 0.76;
   if (c.m == 1024 && c.n == 1024 && c.r == 256) return 0.97;
   return 0;
-}
-
-std::vector<float> random_vector(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-std::vector<std::uint32_t> random_words(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<std::uint32_t> v(n);
-  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
-  return v;
 }
 
 // Dispatch class for the shares: the sign part, the GEMMs, the column
@@ -52,17 +36,11 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
     res.c = c;
     res.torch_compile_ms = torch_compile_reference(c);
     try {
-      std::vector<vkblr::BlrPathInit> init;
-      for (std::uint32_t p = 0; p < c.paths; ++p) {
-        init.push_back({random_words(std::size_t{c.m} * c.r / 32, 10 + p), random_words(std::size_t{c.n} * c.r / 32, 20 + p),
-                        random_vector(c.m, 30 + p, 0.02f, 0.07f), random_vector(c.r, 40 + p, 0.5f, 1.5f),
-                        random_vector(c.n, 50 + p, 0.1f, 0.3f)});
-      }
-      vkblr::BlrLayer layer = vkblr::make_blr_layer(ctx, c.m, c.n, c.r, init, o.sign_grads);
+      vkblr::BlrLayer layer = random_layer(ctx, c, o.sign_grads);
       vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r);
       vkblr::BlrScratch scratch(ctx, layer, shared);
-      vkblr::Buffer x = ctx.upload(random_vector(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
-      vkblr::Buffer dy = ctx.upload(random_vector(std::size_t{c.ntok} * c.m, 61, -1e-3f, 1e-3f));
+      vkblr::Buffer x = ctx.upload(random_floats(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
+      vkblr::Buffer dy = ctx.upload(random_floats(std::size_t{c.ntok} * c.m, 61, -1e-3f, 1e-3f));
       vkblr::Buffer y = ctx.buffer(std::size_t{c.ntok} * c.m * 4), dx = ctx.buffer(std::size_t{c.ntok} * c.n * 4);
       vkblr::BlrBackward options;
       options.sign_grads = o.sign_grads;

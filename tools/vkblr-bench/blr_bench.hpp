@@ -11,13 +11,12 @@
 
 #include <vkblr/vkblr.hpp>
 
+#include "layer_case.hpp"
 #include "timing.hpp"
 
 namespace bench {
 
-struct BlrCase {
-  std::uint32_t m, n, r, ntok, paths;
-};
+using BlrCase = LayerCase;
 
 struct BlrBenchOptions {
   std::vector<BlrCase> cases;

@@ -41,6 +41,14 @@ vkblr::GemmTile parse_tile(const std::string& s, bool coopmat) {
   return t;
 }
 
+bench::LayerCase layer_case(const std::string& text) {
+  try {
+    return bench::parse_layer_case(text);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--case", e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,14 +114,7 @@ int main(int argc, char** argv) {
       if (cases.empty()) {
         cases = {"3584,1024,512,4096,2", "1024,3584,512,4096,2", "6144,1024,512,4096,2", "1024,1024,256,4096,2"};
       }
-      for (const auto& c : cases) {
-        bench::BlrCase bc{};
-        char sep = 0;
-        std::istringstream in(c);
-        in >> bc.m >> sep >> bc.n >> sep >> bc.r >> sep >> bc.ntok >> sep >> bc.paths;
-        if (in.fail()) throw CLI::ValidationError("--case", "expected m,n,r,ntok,P, got " + c);
-        bopt.cases.push_back(bc);
-      }
+      for (const auto& c : cases) bopt.cases.push_back(layer_case(c));
       bopt.sign_grads = !no_sign;
       bopt.quiet = json;
       const auto results = bench::run_blr_bench(ctx, bopt);
@@ -122,14 +123,7 @@ int main(int argc, char** argv) {
     }
     if (train->parsed()) {
       if (train_cases.empty()) train_cases = {"3584,1024,352,4096,2"};
-      for (const auto& c : train_cases) {
-        bench::TrainCase tc{};
-        char sep = 0;
-        std::istringstream in(c);
-        in >> tc.m >> sep >> tc.n >> sep >> tc.r >> sep >> tc.ntok >> sep >> tc.paths;
-        if (in.fail()) throw CLI::ValidationError("--case", "expected m,n,r,ntok,P, got " + c);
-        topt.cases.push_back(tc);
-      }
+      for (const auto& c : train_cases) topt.cases.push_back(layer_case(c));
       topt.sign_opt = vkblr::sign_opt_from_string(sign_opt);
       topt.train_signs = !frozen_signs;
       topt.quiet = json;
@@ -139,6 +133,8 @@ int main(int argc, char** argv) {
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
     return 0;
+  } catch (const CLI::Error& e) {  // a bad --case
+    return app.exit(e);
   } catch (const vkblr::Error& e) {
     std::fprintf(stderr, "vkblr-bench: %s\n", e.what());
     return 1;

@@ -3,38 +3,8 @@
 
 #include <chrono>
 #include <format>
-#include <random>
 
 namespace bench {
-namespace {
-
-std::vector<float> uniform(std::size_t n, std::uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(gen);
-  return v;
-}
-
-std::vector<std::uint32_t> words(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<std::uint32_t> v(n);
-  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
-  return v;
-}
-
-// A layer of random signs and scales of the magnitudes vkblr-fit's init gives.
-vkblr::BlrLayer random_layer(vkblr::Context& ctx, const TrainCase& c) {
-  std::vector<vkblr::BlrPathInit> init;
-  for (std::uint32_t p = 0; p < c.paths; ++p) {
-    init.push_back({words(std::size_t{c.m} * c.r / 32, 10 + p), words(std::size_t{c.n} * c.r / 32, 20 + p),
-                    uniform(c.m, 30 + p, 0.02f, 0.07f), uniform(c.r, 40 + p, 0.5f, 1.5f),
-                    uniform(c.n, 50 + p, 0.1f, 0.3f)});
-  }
-  return vkblr::make_blr_layer(ctx, c.m, c.n, c.r, init, false);
-}
-
-}  // namespace
 
 std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOptions& o) {
   std::vector<TrainResult> out;
@@ -43,10 +13,10 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
     res.c = c;
     res.train_signs = o.train_signs;
     try {
-      const auto target_h = uniform(std::size_t{c.ntok} * c.m, 61, -1.0f, 1.0f);
+      const auto target_h = random_floats(std::size_t{c.ntok} * c.m, 61, -1.0f, 1.0f);
       double target_sq = 0;
       for (float v : target_h) target_sq += double{v} * v;
-      vkblr::Buffer x = ctx.upload(uniform(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
+      vkblr::Buffer x = ctx.upload(random_floats(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
       vkblr::Buffer target = ctx.upload(target_h);
       vkblr::BlrTrainerConfig config;
       config.sign_init.opt = o.sign_opt;
@@ -57,7 +27,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
 
       // wall clock: the trainer vkblr-fit uses, one replayed graph per step
       {
-        vkblr::BlrLayer layer = random_layer(ctx, c);
+        vkblr::BlrLayer layer = random_layer(ctx, c, false);
         vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
         const std::size_t batch = trainer.add_batch(x, target);
         for (std::uint32_t s = 0; s < o.warmup; ++s) trainer.step(batch, 0.02f, 2e-3f);
@@ -76,7 +46,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
       // GPU time: a second trainer whose graphs carry timestamps
       vkblr::Profiler& prof = ctx.profiler();
       prof.enable(true);
-      vkblr::BlrLayer layer = random_layer(ctx, c);
+      vkblr::BlrLayer layer = random_layer(ctx, c, false);
       vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
       const std::size_t batch = trainer.add_batch(x, target);
       prof.enable(false);

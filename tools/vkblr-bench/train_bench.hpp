@@ -14,13 +14,12 @@
 
 #include <vkblr/vkblr.hpp>
 
+#include "layer_case.hpp"
 #include "timing.hpp"
 
 namespace bench {
 
-struct TrainCase {
-  std::uint32_t m, n, r, ntok, paths;
-};
+using TrainCase = LayerCase;
 
 struct TrainBenchOptions {
   std::vector<TrainCase> cases;

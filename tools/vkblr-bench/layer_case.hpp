@@ -1,0 +1,43 @@
+// layer_case.hpp — the blr layer a `blr` or `train` benchmark case runs:
+// its shape, and the random layer and inputs both benchmarks use.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <vkblr/vkblr.hpp>
+
+namespace bench {
+
+// Output rows m, input columns n, rank r, tokens per step, paths P.
+struct LayerCase {
+  std::uint32_t m = 0, n = 0, r = 0, ntok = 0, paths = 0;
+};
+
+// "m,n,r,ntok,P"; throws std::invalid_argument naming the text otherwise.
+LayerCase parse_layer_case(const std::string& text);
+
+// Seeded uniform floats in [lo, hi).
+inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(gen);
+  return v;
+}
+
+// Seeded random 32-bit words (sign bitmaps).
+inline std::vector<std::uint32_t> random_words(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<std::uint32_t> v(n);
+  for (auto& w : v) w = static_cast<std::uint32_t>(gen());
+  return v;
+}
+
+// A layer of random signs and scales of the magnitudes vkblr-fit's init
+// gives (h 0.02–0.07, ℓ 0.5–1.5, g 0.1–0.3).
+vkblr::BlrLayer random_layer(vkblr::Context& ctx, const LayerCase& c, bool sign_grads);
+
+}  // namespace bench
