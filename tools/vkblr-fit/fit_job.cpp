@@ -13,6 +13,7 @@
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/fit_inputs.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
+#include "vkblr-fit/init_paths.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/progress.hpp"
 #include "vkblr-fit/refit.hpp"
@@ -296,13 +297,26 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                     o.micro_batches, parts.front().count));
   }
 
-  // init: Dual-SVID on every rank (the same on each: the trainer's start-up
+  // init (--init) on every rank (the same on each: the trainer's start-up
   // check compares the layers); a resumed run restores it from the checkpoint
   std::vector<BlrPathInit> init_paths;
   if (o.resume.empty()) {
     const Clock::time_point t0 = Clock::now();
-    init_paths = dual_svid_init(in.w, shape, {.seed = o.seed});
-    say(std::format("Dual-SVID init in {:.1f} s", seconds_since(t0)));
+    InitResult init = initial_paths(in.w, in.x_train, shape, o.init, o.seed);
+    init_paths = std::move(init.paths);
+    std::string found;
+    for (const std::uint32_t k : init.subspace.found) found += std::format("{}{}", found.empty() ? "" : ", ", k);
+    if (o.init == InitMethod::best) {
+      say(std::format("init: training-token error Dual-SVID {:.4e}, subspace {:.4e} (binary vectors found per "
+                      "path: {}, of rank {}); kept {}, in {:.1f} s",
+                      init.dual_svid_error, init.subspace_error, found, shape.rank, init_method_name(init.used),
+                      seconds_since(t0)));
+    } else if (o.init == InitMethod::subspace) {
+      say(std::format("subspace init in {:.1f} s; binary vectors found per path: {}, of rank {}", seconds_since(t0),
+                      found, shape.rank));
+    } else {
+      say(std::format("Dual-SVID init in {:.1f} s", seconds_since(t0)));
+    }
   } else {
     // placeholder values of the right shape; the checkpoint overwrites them
     for (std::uint32_t p = 0; p < shape.paths; ++p) {
@@ -343,7 +357,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   }
   say(std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
   // host refit (refit.hpp): output-aware binary least squares on the
-  // training tokens; part of training (the report's init stays Dual-SVID's)
+  // training tokens; part of training (the report's init stays the init's)
   if (o.resume.empty() && o.refit_sweeps > 0) {
     const Clock::time_point t0 = Clock::now();
     const RefitStats rs = refit_paths(in.w, in.x_train, shape, init_paths, {.sweeps = o.refit_sweeps});
@@ -426,7 +440,8 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                      {"warmup", o.warmup},                {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
-                     {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps}};
+                     {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps},
+                     {"init", init_method_name(o.init)}};
   report.parallel = {{"ranks", ranks.size()},
                      {"micro_batches", o.micro_batches},
                      {"tokens_per_part", parts.front().count},

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "vkblr-fit/init_paths.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr/sign.hpp"
 
@@ -34,6 +35,10 @@ struct FitOptions {
   double bpw = 1.0;
   std::uint32_t paths = 2;
   ScaleDtype scale_dtype = ScaleDtype::f16;
+
+  // init (init_paths.hpp): dual-svid, subspace, or best of both on the
+  // training tokens
+  InitMethod init = InitMethod::dual_svid;
 
   // training
   std::uint32_t steps = 0;  // 0: by device (300 on a CPU device, 2000 on a GPU)

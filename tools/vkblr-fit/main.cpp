@@ -71,8 +71,11 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--scale-rel-floor", o.scale_rel_floor, "> 0: relative Adam steps on the scales");
   app.add_option("--eval-every", o.eval_every, "held-out error every N steps (default: 20 points)");
   app.add_option("--gscale", o.gscale, "gradient staging scale (a power of two)");
+  std::string init = "dual-svid";
+  app.add_option("--init", init, "initial paths (dual-svid, subspace, best)")
+      ->check(CLI::IsMember({"dual-svid", "subspace", "best"}));
   app.add_option("--refit-sweeps", o.refit_sweeps,
-                 "host sweeps of output-aware binary least squares after Dual-SVID (0: none)")
+                 "host sweeps of output-aware binary least squares after the init (0: none)")
       ->check(CLI::Range(0u, 100u));
   app.add_option("--out", o.out, "output prefix: <out>.safetensors, .json, .svg");
   app.add_option("--checkpoint-every", o.checkpoint_every, "write <out>.ckpt every N steps");
@@ -86,6 +89,7 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
                "for slower ranks from the exchange");
   app.parse(argc, argv);
   o.sign_opt = vkblr::sign_opt_from_string(sign_opt);
+  o.init = vkblr::fit::init_method_from_string(init);
   return o;
 }
 
