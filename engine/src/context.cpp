@@ -60,8 +60,17 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
                                                 VkDebugUtilsMessageTypeFlagsEXT,
                                                 const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
-  static_cast<ContextImpl*>(user)->add_validation_message(
-      std::format("validation {}: {}", level, data && data->pMessage ? data->pMessage : "(no text)"));
+  auto* ctx = static_cast<ContextImpl*>(user);
+  std::string text = std::format("validation {}: {}", level, data && data->pMessage ? data->pMessage : "(no text)");
+  // set aside: a lookup made by the loader or a driver layer inside
+  // vkCreateDevice, not by vkblr (Context::set_aside_validation_messages)
+  const bool foreign_lookup = ctx->creating_device && data && data->pMessageIdName &&
+                              std::strcmp(data->pMessageIdName, "WARNING-vkGetDeviceProcAddr-device") == 0;
+  if (foreign_lookup) {
+    ctx->set_aside_validation_message(std::move(text));
+  } else {
+    ctx->add_validation_message(std::move(text));
+  }
   return VK_FALSE;
 }
 
@@ -435,7 +444,10 @@ void ContextImpl::create_device() {
   info.pQueueCreateInfos = &queue_info;
   info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  VKBLR_VK(vkCreateDevice(physical, &info, nullptr, &device));
+  creating_device = true;
+  const VkResult created = vkCreateDevice(physical, &info, nullptr, &device);
+  creating_device = false;
+  VKBLR_VK(created);
   vkGetDeviceQueue(device, queue_family, 0, &queue);
 
   VmaVulkanFunctions fns{};
@@ -701,6 +713,16 @@ void ContextImpl::add_validation_message(std::string text) {
   messages_.push_back(std::move(text));
 }
 
+void ContextImpl::set_aside_validation_message(std::string text) {
+  std::lock_guard lock(messages_mutex_);
+  set_aside_.push_back(std::move(text));
+}
+
+std::vector<std::string> ContextImpl::set_aside_validation_messages() const {
+  std::lock_guard lock(messages_mutex_);
+  return set_aside_;
+}
+
 std::vector<std::string> ContextImpl::validation_messages() const {
   std::lock_guard lock(messages_mutex_);
   return messages_;
@@ -732,6 +754,9 @@ Buffer Context::host_buffer(std::uint64_t bytes, std::string_view label) {
 
 bool Context::validation_enabled() const noexcept { return impl_->validation; }
 std::vector<std::string> Context::validation_messages() const { return impl_->validation_messages(); }
+std::vector<std::string> Context::set_aside_validation_messages() const {
+  return impl_->set_aside_validation_messages();
+}
 std::size_t Context::validation_message_count() const { return impl_->validation_message_count(); }
 void Context::clear_validation_messages() { impl_->clear_validation_messages(); }
 Profiler& Context::profiler() noexcept { return impl_->profiler; }

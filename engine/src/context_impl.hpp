@@ -59,6 +59,10 @@ class ContextImpl {
   const Buffer& scratch(const std::string& name, std::uint64_t bytes);
 
   void add_validation_message(std::string text);
+  // The one message set aside during vkCreateDevice (Context::set_aside_validation_messages).
+  void set_aside_validation_message(std::string text);
+  std::vector<std::string> set_aside_validation_messages() const;
+  bool creating_device = false;  // vkCreateDevice is running
   std::vector<std::string> validation_messages() const;
   std::size_t validation_message_count() const;
   void clear_validation_messages();
@@ -99,6 +103,7 @@ class ContextImpl {
   std::uint64_t next_buffer_id_ = 1;
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;
+  std::vector<std::string> set_aside_;
 };
 
 // Capabilities of a physical device (no logical device needed).

@@ -129,6 +129,12 @@ int main(int argc, char** argv) {
       text += std::format("check on {}: {}{}\n", ctx.caps().device_name, report,
                           validate ? std::format(", {} validation messages", messages.size()) : "");
       for (const auto& m : messages) text += "  " + m + "\n";
+      const auto set_aside = ctx.set_aside_validation_messages();
+      if (!set_aside.empty()) {
+        out["check"]["set_aside_validation_messages"] = set_aside;
+        text += std::format("  {} message(s) of the loader or driver set aside during vkCreateDevice:\n", set_aside.size());
+        for (const auto& m : set_aside) text += "    " + m + "\n";
+      }
       if (!ok || !messages.empty()) rc = 2;
     }
     std::fputs(json ? (out.dump(2) + "\n").c_str() : text.c_str(), stdout);

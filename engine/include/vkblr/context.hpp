@@ -119,6 +119,13 @@ class Context {
   // last clear; empty when validation is off.
   bool validation_enabled() const noexcept;
   std::vector<std::string> validation_messages() const;
+  // The messages set aside instead: only WARNING-vkGetDeviceProcAddr-device
+  // raised while vkCreateDevice runs. vkblr never calls vkGetDeviceProcAddr
+  // for an instance-level function; the loader or a driver's layer does so
+  // inside vkCreateDevice on some systems (NVIDIA 580: for
+  // vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR). Kept so they
+  // can be shown (vkblr-info --check), never counted as vkblr's.
+  std::vector<std::string> set_aside_validation_messages() const;
   std::size_t validation_message_count() const;
   void clear_validation_messages();
 
