@@ -158,7 +158,8 @@ cmd_enter() {
         HOME=/root USER=root LOGNAME=root LANG=C.UTF-8 \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        VKBLR_IN_DEVROOT=1 "${envs[@]}" \
+        VKBLR_IN_DEVROOT=1 CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=true \
+        "${envs[@]}" \
         /bin/bash -c 'cd "$1" && shift && exec "$@"' devenv "$cwd" "$@"
 }
 
