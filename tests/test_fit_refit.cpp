@@ -7,6 +7,8 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 
+#include "support/planted_fit.hpp"
+
 #include "support/host.hpp"
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/metrics.hpp"
@@ -22,59 +24,9 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-// A planted 1-path layer of rank r (signs ±1 at random, scales in [0.5, 1.5))
-// plus Gaussian noise of `noise` per entry; also the planted layer alone.
-struct Planted {
-  Matrix w;
-  BlrPathInit layer;
-  MatrixF64 clean;
-};
-
-Planted planted_layer(std::uint32_t m, std::uint32_t n, std::uint32_t r, double noise, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<double> su(std::size_t{m} * r), sv(std::size_t{n} * r);
-  for (double& v : su) v = rng.uniform_open() < 0.5 ? -1.0 : 1.0;
-  for (double& v : sv) v = rng.uniform_open() < 0.5 ? -1.0 : 1.0;
-  Planted p;
-  p.layer.bits_u = pack_signs(std::span<const double>(su), m, r);
-  p.layer.bits_v = pack_signs(std::span<const double>(sv), n, r);
-  for (std::uint32_t i = 0; i < m; ++i) p.layer.h.push_back(0.5f + static_cast<float>(rng.uniform_open()));
-  for (std::uint32_t k = 0; k < r; ++k) p.layer.l.push_back(0.5f + static_cast<float>(rng.uniform_open()));
-  for (std::uint32_t j = 0; j < n; ++j) p.layer.g.push_back(0.5f + static_cast<float>(rng.uniform_open()));
-  p.clean = reconstruct_weight({m, n, r, 1}, std::span(&p.layer, 1));
-  p.w = Matrix(m, n);
-  for (std::size_t i = 0; i < p.w.values.size(); ++i) {
-    p.w.values[i] = static_cast<float>(p.clean.values[i] + noise * rng.normal());
-  }
-  return p;
-}
-
-// Signs of a path that agree with the planted ones, up to the sign symmetry
-// of each rank column (flipping S_U[:,k] and S_V[:,k] together changes nothing)
-// and the column order (matched greedily by agreement).
-double sign_agreement(const BlrPathInit& got, const BlrPathInit& want, std::uint32_t m, std::uint32_t n,
-                      std::uint32_t r) {
-  std::vector<bool> used(r, false);
-  double agree = 0;
-  for (std::uint32_t k = 0; k < r; ++k) {
-    double best = -1;
-    std::uint32_t best_c = 0;
-    for (std::uint32_t c = 0; c < r; ++c) {
-      if (used[c]) continue;
-      double same = 0;
-      for (std::uint32_t i = 0; i < m; ++i) same += sign_at(got.bits_u, r, i, c) == sign_at(want.bits_u, r, i, k);
-      for (std::uint32_t j = 0; j < n; ++j) same += sign_at(got.bits_v, r, j, c) == sign_at(want.bits_v, r, j, k);
-      same = std::max(same, double(m + n) - same);
-      if (same > best) {
-        best = same;
-        best_c = c;
-      }
-    }
-    used[best_c] = true;
-    agree += best;
-  }
-  return agree / (double(m + n) * r);
-}
+using vkt::planted_layer;
+using vkt::sign_agreement;
+using Planted = vkt::PlantedFit;
 
 }  // namespace
 
