@@ -7,6 +7,7 @@
 
 #include <Eigen/Dense>
 
+#include "vkblr-fit/dense_path.hpp"
 #include "vkblr-fit/sign_bits.hpp"
 #include "vkblr/error.hpp"
 
@@ -19,41 +20,6 @@ using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 
 constexpr int kMaxPasses = 8;       // coordinate-descent passes over one row's signs
 constexpr double kRidge = 1e-9;     // relative ridge of the scale solves
-
-// One path as dense f64: S_U [m][r], S_V [n][r] (±1), h, ℓ, g.
-struct DensePath {
-  Mat su, sv;
-  Vec h, l, g;
-  Mat weight() const { return h.asDiagonal() * su * l.asDiagonal() * sv.transpose() * g.asDiagonal(); }
-};
-
-DensePath unpack(const BlrPathInit& p, const LayerShape& s) {
-  DensePath d;
-  d.su.resize(s.m, s.rank);
-  d.sv.resize(s.n, s.rank);
-  for (std::size_t i = 0; i < s.m; ++i) {
-    for (std::size_t k = 0; k < s.rank; ++k) d.su(i, k) = sign_at(p.bits_u, s.rank, i, k);
-  }
-  for (std::size_t j = 0; j < s.n; ++j) {
-    for (std::size_t k = 0; k < s.rank; ++k) d.sv(j, k) = sign_at(p.bits_v, s.rank, j, k);
-  }
-  d.h = Eigen::Map<const Eigen::VectorXf>(p.h.data(), s.m).cast<double>();
-  d.l = Eigen::Map<const Eigen::VectorXf>(p.l.data(), s.rank).cast<double>();
-  d.g = Eigen::Map<const Eigen::VectorXf>(p.g.data(), s.n).cast<double>();
-  return d;
-}
-
-std::vector<std::uint32_t> pack(const Mat& signs) {
-  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = signs;
-  return pack_signs(std::span<const double>(rows.data(), static_cast<std::size_t>(rows.size())),
-                    static_cast<std::size_t>(rows.rows()), static_cast<std::size_t>(rows.cols()));
-}
-
-std::vector<float> to_f32(const Vec& v) {
-  std::vector<float> out(static_cast<std::size_t>(v.size()));
-  for (Eigen::Index i = 0; i < v.size(); ++i) out[static_cast<std::size_t>(i)] = static_cast<float>(v(i));
-  return out;
-}
 
 // C = XᵀX / T in f64, accumulated over blocks of tokens.
 Mat second_moment(const Matrix& x) {
@@ -174,18 +140,6 @@ void refit_g(DensePath& p, const Mat& r, const Mat& c) {
   }
 }
 
-// Rescales h, ℓ, g to a common root-mean-square (Ŵ unchanged; the f16
-// range used evenly, as Dual-SVID leaves them).
-void balance(DensePath& p) {
-  const double rh = p.h.norm() / std::sqrt(double(p.h.size())), rl = p.l.norm() / std::sqrt(double(p.l.size())),
-               rg = p.g.norm() / std::sqrt(double(p.g.size()));
-  if (!(rh > 0 && rl > 0 && rg > 0)) return;
-  const double common = std::cbrt(rh * rl * rg);
-  p.h *= common / rh;
-  p.l *= common / rl;
-  p.g *= common / rg;
-}
-
 void check_inputs(const Matrix& w, const Matrix& x, const LayerShape& shape) {
   require(w.rows == shape.m && w.cols == shape.n, "refit: W is {}×{}, the layer {}×{}", w.rows, w.cols, shape.m,
           shape.n);
@@ -214,7 +168,7 @@ std::vector<double> training_output_errors(const Matrix& w, const Matrix& x, con
   std::vector<double> errors;
   for (const std::vector<BlrPathInit>& paths : candidates) {
     Mat total = -target;
-    for (const BlrPathInit& p : paths) total += unpack(p, shape).weight();
+    for (const BlrPathInit& p : paths) total += unpack_path(p, shape).weight();
     errors.push_back(std::sqrt(output_sq(total, c) / reference));
   }
   return errors;
@@ -231,7 +185,7 @@ RefitStats refit_paths(const Matrix& w, const Matrix& x, const LayerShape& shape
   std::vector<DensePath> dense;
   Mat total = Mat::Zero(target.rows(), target.cols());
   for (const BlrPathInit& p : paths) {
-    dense.push_back(unpack(p, shape));
+    dense.push_back(unpack_path(p, shape));
     total += dense.back().weight();
   }
   const double reference = output_sq(target, c);
@@ -251,10 +205,10 @@ RefitStats refit_paths(const Matrix& w, const Matrix& x, const LayerShape& shape
   }
   stats.train_error_after = std::sqrt(output_sq(total - target, c) / reference);
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    balance(dense[i]);
+    balance_scales(dense[i]);
     stats.sign_changes += static_cast<std::uint64_t>((dense[i].su.array() != start[i].su.array()).count());
     stats.sign_changes += static_cast<std::uint64_t>((dense[i].sv.array() != start[i].sv.array()).count());
-    paths[i] = {pack(dense[i].su), pack(dense[i].sv), to_f32(dense[i].h), to_f32(dense[i].l), to_f32(dense[i].g)};
+    paths[i] = pack_path(dense[i]);
   }
   return stats;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "vkblr-fit/dense_path.hpp"
 #include "vkblr-fit/sign_bits.hpp"
 #include "vkblr/error.hpp"
 
@@ -64,12 +65,6 @@ void check_options(const SubspaceOptions& o) {
           o.temperature);
 }
 
-// One path as dense f64: S_U [m][r], S_V [n][r] (±1), h, ℓ, g.
-struct DensePath {
-  Mat su, sv;
-  Vec h, l, g;
-  Mat weight() const { return h.asDiagonal() * su * l.asDiagonal() * sv.transpose() * g.asDiagonal(); }
-};
 
 // 4. S_V and ℓ for found columns su [m][k] of S_U: the least-squares
 // coefficients M = (diag(h)·su)⁺·R [k][n] ≈ diag(ℓ)·S_Vᵀ·diag(g), so
@@ -153,24 +148,6 @@ void fit_scales(const Mat& r, std::uint32_t rounds, DensePath& p) {
   }
 }
 
-void balance(DensePath& p) {
-  const double rh = p.h.norm() / std::sqrt(double(p.h.size())), rl = p.l.norm() / std::sqrt(double(p.l.size())),
-               rg = p.g.norm() / std::sqrt(double(p.g.size()));
-  if (!(rh > 0 && rl > 0 && rg > 0)) return;
-  const double common = std::cbrt(rh * rl * rg);
-  p.h *= common / rh;
-  p.l *= common / rl;
-  p.g *= common / rg;
-}
-
-std::vector<std::uint32_t> pack(const Mat& signs) {
-  const RowMajor rows = signs;
-  return pack_signs(std::span<const double>(rows.data(), static_cast<std::size_t>(rows.size())),
-                    static_cast<std::size_t>(rows.rows()), static_cast<std::size_t>(rows.cols()));
-}
-
-std::vector<float> to_f32(const Vec& v) { return {v.data(), v.data() + v.size()}; }
-
 // One path for the residual r [m][n], found on the longer side (rows of
 // `r` when m >= n, else on rᵀ and swapped back).
 DensePath init_path(const Mat& residual, std::uint32_t rank, const SubspaceOptions& options, std::uint64_t seed,
@@ -192,7 +169,7 @@ DensePath init_path(const Mat& residual, std::uint32_t rank, const SubspaceOptio
   couple_columns(r, su, p);
   fill_columns(r, su.cols(), svd_options, p);
   fit_scales(r, options.scale_rounds, p);
-  balance(p);
+  balance_scales(p);
   if (stats) stats->found.push_back(static_cast<std::uint32_t>(su.cols()));
   if (transposed) {
     std::swap(p.su, p.sv);
@@ -284,7 +261,7 @@ std::vector<BlrPathInit> subspace_init(const Matrix& w, const LayerShape& shape,
   std::vector<BlrPathInit> paths;
   for (std::uint32_t p = 0; p < shape.paths; ++p) {
     const DensePath path = init_path(residual, shape.rank, options, options.seed + p, stats);
-    BlrPathInit out{pack(path.su), pack(path.sv), to_f32(path.h), to_f32(path.l), to_f32(path.g)};
+    BlrPathInit out = pack_path(path);
     if (p + 1 < shape.paths) {
       // subtract the path as stored (f32 scales), as Dual-SVID does
       const Vec h = Eigen::Map<const Eigen::VectorXf>(out.h.data(), shape.m).cast<double>();
