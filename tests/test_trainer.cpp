@@ -12,6 +12,7 @@
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
+#include "support/trainer_snapshot.hpp"
 #include "vkblr/profiler.hpp"
 #include "vkblr/trainer.hpp"
 
@@ -157,18 +158,7 @@ GPU_TEST("a replayed step graph equals steps recorded anew, one submit per step"
     const std::uint64_t before = ctx.profiler().counters().submits;
     for (int s = 0; s < 10; ++s) trainer.step(static_cast<std::size_t>(s % 3), 0.02f, 1e-3f);
     *submits = ctx.profiler().counters().submits - before;
-    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
-    for (const BlrPath& p : layer.paths) {
-      for (const Buffer* b : {&p.bits_u, &p.bits_v}) {
-        const auto v = b->download<std::uint32_t>();
-        out.insert(out.end(), v.begin(), v.end());
-      }
-    }
-    for (auto& [name, buffer] : trainer.state()) {
-      const auto v = buffer->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
+    return vkt::trainer_snapshot(layer, trainer);
   };
   std::uint64_t replay_submits = 0, rerecord_submits = 0;
   const auto replayed = run(false, &replay_submits);
@@ -189,18 +179,7 @@ GPU_TEST("a step with NaN in its gradients is skipped, reported, and changes not
   Buffer bad_x = ctx.upload(x);
   const std::size_t bad = trainer.add_batch(bad_x, planted.target[1]);
   CHECK(trainer.step(good, 0.02f, 1e-3f).applied);
-  auto snapshot = [&] {
-    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
-    for (const Buffer* b : {&layer.paths[0].bits_u, &layer.paths[0].bits_v}) {
-      const auto v = b->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    for (auto& [name, buffer] : trainer.state()) {
-      const auto v = buffer->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-  };
+  auto snapshot = [&] { return vkt::trainer_snapshot(layer, trainer); };
   const auto before = snapshot();
   const StepResult r = trainer.step(bad, 0.02f, 1e-3f);
   CHECK_FALSE(r.applied);
@@ -296,18 +275,6 @@ GPU_TEST("split steps: accumulate + apply ≡ one step; micro-batches add up to 
   BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
   c.train_h = c.train_l = c.train_g = true;
   c.sign_step.flip_budget = 0.01f;
-  auto snapshot = [](const BlrLayer& layer, BlrTrainer& trainer) {
-    std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
-    for (const Buffer* b : {&layer.paths[0].bits_u, &layer.paths[0].bits_v}) {
-      const auto v = b->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    for (auto& [name, buffer] : trainer.state()) {
-      const auto v = buffer->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-  };
   // one graph per step vs the split halves (and step() of a split trainer)
   BlrLayer one = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
   BlrLayer two = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
@@ -331,7 +298,7 @@ GPU_TEST("split steps: accumulate + apply ≡ one step; micro-batches add up to 
     CHECK(got.applied == want.applied);
     CHECK(got.step == want.step);
     CHECK(got.sq_error == want.sq_error);
-    CHECK(vkt::count_bit_diffs(snapshot(one, whole), snapshot(two, halves)) == 0);
+    CHECK(vkt::count_bit_diffs(vkt::trainer_snapshot(one, whole), vkt::trainer_snapshot(two, halves)) == 0);
   }
   CHECK_THROWS_WITH(whole.accumulate(0), Catch::Matchers::ContainsSubstring("split"));
   CHECK_THROWS_WITH(halves.apply(0.02f, 1e-3f), Catch::Matchers::ContainsSubstring("no accumulate()"));

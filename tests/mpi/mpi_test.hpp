@@ -1,5 +1,5 @@
 // mpi_test.hpp — what the vkblr::mpi test programs share: a planted blr
-// problem every rank builds alike, layer snapshots, and checks that count
+// problem every rank builds alike, snapshot hashes, and checks that count
 // failures per rank (each program is one process per rank under mpirun,
 // not a Catch2 test).
 #pragma once
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/blr_ref.hpp"
+#include "support/trainer_snapshot.hpp"
 #include "vkblr/mpi.hpp"
 
 namespace vkt::mpi {
@@ -88,21 +89,6 @@ inline vkblr::BlrTrainerConfig config(const Problem& p) {
   return c;
 }
 
-// The layer's bits, scales and the trainer's optimizer state, as words.
-inline std::vector<std::uint32_t> snapshot(const vkblr::BlrLayer& layer, vkblr::BlrTrainer& trainer) {
-  std::vector<std::uint32_t> out = layer.scales.download<std::uint32_t>();
-  for (const vkblr::BlrPath& path : layer.paths) {
-    for (const vkblr::Buffer* b : {&path.bits_u, &path.bits_v}) {
-      const auto v = b->download<std::uint32_t>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-  }
-  for (auto& [name, buffer] : trainer.state()) {
-    const auto v = buffer->download<std::uint32_t>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 
 // FNV-1a of a snapshot.
 inline std::uint64_t hash(const std::vector<std::uint32_t>& words) {

@@ -121,14 +121,14 @@ void equivalence(Context& ctx, mpi::RankGroup& group, Checks& checks) {
     const int b = s % kBatches;
     const float sign_lr = 0.1f, scale_lr = 2e-3f;  // signs flip within a few steps
     const StepResult r = dist.step(static_cast<std::size_t>(b), sign_lr, scale_lr);
-    const auto got = vkt::mpi::snapshot(layer, dist.trainer());
+    const auto got = vkt::trainer_snapshot(layer, dist.trainer());
     checks.expect(same_on_every_rank(group, vkt::mpi::hash(got)),
                   std::format("step {}: bits, scales and state differ between ranks", s + 1));
     checks.expect(r.applied && r.step == static_cast<std::uint32_t>(s + 1), std::format("step {} applied", s + 1));
     if (!ref) continue;
     for (std::uint32_t k = 0; k < ranks; ++k) ref->accumulate(static_cast<std::size_t>(b) * ranks + k);
     const StepResult want = ref->apply(sign_lr, scale_lr);
-    const auto expect = vkt::mpi::snapshot(ref_layer, *ref);
+    const auto expect = vkt::trainer_snapshot(ref_layer, *ref);
     const std::size_t diffs = vkt::count_bit_diffs(got, expect);
     checks.expect(diffs == 0, std::format("step {}: {} words differ from micro-batches on one rank", s + 1, diffs));
     checks.expect(std::memcmp(&r.sq_error, &want.sq_error, sizeof(double)) == 0 && r.applied == want.applied,
@@ -179,7 +179,7 @@ void uneven(Context& ctx, mpi::RankGroup& group, Checks& checks) {
   }
   for (int s = 0; s < 3; ++s) {
     dist.step(0, 0.05f, 2e-3f);
-    checks.expect(same_on_every_rank(group, vkt::mpi::hash(vkt::mpi::snapshot(layer, dist.trainer()))),
+    checks.expect(same_on_every_rank(group, vkt::mpi::hash(vkt::trainer_snapshot(layer, dist.trainer()))),
                   std::format("uneven step {}: ranks differ", s + 2));
   }
 }
