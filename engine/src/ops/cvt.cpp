@@ -36,10 +36,9 @@ Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m
   CvtPush p = staging_push("cvt", m, k, scale, rows);
   need_bytes("cvt", "src", src, std::uint64_t{m} * k * 4);
   need_bytes("cvt", "dst", dst, std::uint64_t{rows} * k * 2);
+  p.quarter = quarter_of(rows, k);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt, "cvt");
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
-  p.quarter = quarter_of(rows, k);
-  d.set_push(p);
   d.groups = detail::elt_grid(p.quarter, "cvt");
   return d;
 }
@@ -50,10 +49,9 @@ Dispatch cvt_col(Context& ctx, const Buffer& src, const Buffer& col, const Buffe
   need_bytes("cvt_col", "src", src, std::uint64_t{m} * k * 4);
   need_bytes("cvt_col", "col", col, std::uint64_t{k} * 4);
   need_bytes("cvt_col", "dst", dst, std::uint64_t{rows} * k * 2);
+  p.quarter = quarter_of(rows, k);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt_col, "cvt_col");
   d.set_push(p).bind(0, src, Access::read).bind(1, col, Access::read).bind(2, dst, Access::write);
-  p.quarter = quarter_of(rows, k);
-  d.set_push(p);
   d.groups = detail::elt_grid(p.quarter, "cvt_col");
   return d;
 }
@@ -68,10 +66,9 @@ Dispatch cvt_cols(Context& ctx, const Buffer& src, const Buffer& dst, std::uint3
   need_bytes("cvt_cols", "dst", dst, std::uint64_t{rows} * k * 2);
   p.stride = stride;
   p.col0 = col0;
+  p.quarter = quarter_of(rows, k);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::cvt_cols, "cvt_cols");
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
-  p.quarter = quarter_of(rows, k);
-  d.set_push(p);
   d.groups = detail::elt_grid(p.quarter, "cvt_cols");
   return d;
 }
