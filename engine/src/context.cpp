@@ -178,6 +178,48 @@ bool has_device_extension(VkPhysicalDevice physical, const char* name) {
                      [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
+// VK_NV_cooperative_matrix2: true when every feature the workgroup-scope
+// GEMM needs is there and f16 workgroup-scope shapes exist; fills the
+// limits and shapes into `c`.
+static bool query_coopmat2(VkPhysicalDevice physical, Caps& c) {
+  if (!has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) ||
+      !vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
+    return false;
+  }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f.pNext = &v12;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(physical, &f2);
+  if (!f.cooperativeMatrixWorkgroupScope || !f.cooperativeMatrixFlexibleDimensions ||
+      !f.cooperativeMatrixTensorAddressing || !f.cooperativeMatrixBlockLoads || !v12.bufferDeviceAddress) {
+    return false;
+  }
+  VkPhysicalDeviceCooperativeMatrix2PropertiesNV props{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &props;
+  vkGetPhysicalDeviceProperties2(physical, &p2);
+  c.coopmat2_max_workgroup_size = props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
+  c.coopmat2_max_dimension = props.cooperativeMatrixFlexibleDimensionsMaxDimension;
+  c.coopmat2_reserved_shared_memory = props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
+  std::uint32_t n = 0;
+  VKBLR_VK(vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(physical, &n, nullptr));
+  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> shapes(
+      n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV});
+  VKBLR_VK(vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(physical, &n, shapes.data()));
+  for (const auto& s : shapes) {
+    if (s.scope != VK_SCOPE_WORKGROUP_KHR || s.saturatingAccumulation) continue;
+    if (s.AType != VK_COMPONENT_TYPE_FLOAT16_KHR || s.BType != VK_COMPONENT_TYPE_FLOAT16_KHR ||
+        s.CType != VK_COMPONENT_TYPE_FLOAT32_KHR || s.ResultType != VK_COMPONENT_TYPE_FLOAT32_KHR) {
+      continue;
+    }
+    c.coopmat2_f16_shapes.push_back({s.MGranularity, s.NGranularity, s.KGranularity, s.workgroupInvocations});
+  }
+  return !c.coopmat2_f16_shapes.empty();
+}
+
 Caps query_caps(VkPhysicalDevice physical) {
   Caps c;
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -222,7 +264,7 @@ Caps query_caps(VkPhysicalDevice physical) {
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, families.data());
   c.timestamps = families[compute_queue_family(physical)].timestampValidBits > 0 && p.limits.timestampPeriod > 0;
 
-  c.coopmat2 = has_device_extension(physical, "VK_NV_cooperative_matrix2");
+  c.coopmat2 = query_coopmat2(physical, c);
   // The loader hands out a non-null trampoline for this query even when the
   // driver lacks the extension, and calling it then crashes: check first.
   if (has_device_extension(physical, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
@@ -432,6 +474,22 @@ void ContextImpl::create_device() {
   }
   caps.coopmat = use_coop;
   if (!use_coop) caps.coopmat_shapes.clear();
+  // The workgroup-scope GEMM (glsl/gemm_coopmat2.comp) builds on the KHR
+  // extension; its decode callbacks are buffer references.
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coop2{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  const bool use_coop2 = use_coop && caps.coopmat2;
+  if (use_coop2) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+    coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+    coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+    coop2.cooperativeMatrixTensorAddressing = VK_TRUE;
+    coop2.cooperativeMatrixBlockLoads = VK_TRUE;
+    coop.pNext = &coop2;
+    v12.bufferDeviceAddress = VK_TRUE;
+  }
+  caps.coopmat2 = use_coop2;
+  if (!use_coop2) caps.coopmat2_f16_shapes.clear();
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -18,6 +18,10 @@ nlohmann::json to_json(const vkblr::Caps& c) {
     shapes.push_back({{"m", s.m}, {"n", s.n}, {"k", s.k}, {"a", s.a_type}, {"b", s.b_type}, {"c", s.c_type},
                       {"result", s.result_type}, {"saturating", s.saturating}});
   }
+  nlohmann::json flexible = nlohmann::json::array();
+  for (const auto& f : c.coopmat2_f16_shapes) {
+    flexible.push_back({{"m", f.m}, {"n", f.n}, {"k", f.k}, {"invocations", f.invocations}});
+  }
   nlohmann::json j = {
       {"name", c.device_name},
       {"type", c.device_type},
@@ -39,6 +43,10 @@ nlohmann::json to_json(const vkblr::Caps& c) {
       {"timestamp_period_ns", c.timestamp_period_ns},
       {"cooperative_matrix", !c.coopmat_shapes.empty()},
       {"cooperative_matrix2_nv", c.coopmat2},
+      {"cooperative_matrix2_f16_workgroup_shapes", flexible},
+      {"cooperative_matrix2_max_workgroup_size", c.coopmat2_max_workgroup_size},
+      {"cooperative_matrix2_max_dimension", c.coopmat2_max_dimension},
+      {"cooperative_matrix2_reserved_shared_memory", c.coopmat2_reserved_shared_memory},
       {"cooperative_matrix_shapes", shapes},
   };
   if (const auto f = c.f16_fragment()) j["gemm_fragment"] = {f->m, f->n, f->k};
@@ -65,7 +73,15 @@ std::string to_text(std::size_t index, const vkblr::Caps& c) {
     }
     if (const auto f = c.f16_fragment()) s += std::format("  GEMM fragment: {}×{}×{} f16 -> f32\n", f->m, f->n, f->k);
   }
-  if (c.coopmat2) s += "  VK_NV_cooperative_matrix2: advertised\n";
+  if (c.coopmat2) {
+    s += std::format("  VK_NV_cooperative_matrix2: workgroups up to {} invocations, matrices up to {}, {} B shared memory"
+                     " reserved\n",
+                     c.coopmat2_max_workgroup_size, c.coopmat2_max_dimension, c.coopmat2_reserved_shared_memory);
+    for (const auto& f : c.coopmat2_f16_shapes) {
+      s += std::format("    f16 workgroup scope, {} invocations: M, N, K in steps of {}, {}, {}\n", f.invocations, f.m,
+                       f.n, f.k);
+    }
+  }
   return s;
 }
 

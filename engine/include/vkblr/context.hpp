@@ -61,7 +61,19 @@ struct Caps {
   std::uint64_t min_storage_buffer_offset_alignment = 0;
   std::uint64_t device_local_bytes = 0;
   bool coopmat = false;   // VK_KHR_cooperative_matrix enabled
-  bool coopmat2 = false;  // VK_NV_cooperative_matrix2 advertised
+  // VK_NV_cooperative_matrix2 enabled with what the workgroup-scope GEMM
+  // needs (workgroup scope, flexible dimensions, tensor addressing, block
+  // loads; bufferDeviceAddress for the decode callbacks), and its limits.
+  bool coopmat2 = false;
+  std::uint32_t coopmat2_max_workgroup_size = 0;     // invocations
+  std::uint32_t coopmat2_max_dimension = 0;          // of one matrix
+  std::uint32_t coopmat2_reserved_shared_memory = 0;  // bytes the driver keeps
+  // f16 × f16 -> f32 workgroup-scope granularities (M, N, K), one entry per
+  // workgroup size the device allows.
+  struct FlexibleShape {
+    std::uint32_t m = 0, n = 0, k = 0, invocations = 0;
+  };
+  std::vector<FlexibleShape> coopmat2_f16_shapes;
   std::vector<CoopMatShape> coopmat_shapes;
   bool timestamps = false;          // compute queue writes timestamps
   double timestamp_period_ns = 0;   // nanoseconds per timestamp tick
