@@ -40,6 +40,17 @@ VKBLR_PUSH(GemmPush) {
 #define GEMM_SPEC_STAGES 11
 #define GEMM_SPEC_EPI_COLS 12  // coopmat epilogue: columns staged per chunk
 
+// Specialization constants of gemm_coopmat2.comp: ids 0..5, all given on
+// every pipeline. (Dense ids: the Khronos layer's check of workgroup-scope
+// matrix shapes resolves a constant by its entry's position in the map, so
+// a gap reads another constant's value.)
+#define GEMM2_SPEC_WG_SIZE 0
+#define GEMM2_SPEC_BM 1
+#define GEMM2_SPEC_BN 2
+#define GEMM2_SPEC_BK 3
+#define GEMM2_SPEC_B_MODE 4
+#define GEMM2_SPEC_UNROLL 5  // K steps unrolled over whole tiles
+
 // B operand modes.
 #define GEMM_B_PLANE 0   // f16 plane [n][ldb halves]
 #define GEMM_B_BITS_N 1  // sign bitmap [n][ldb words]: bit j of word w = B[n][32w + j]

@@ -59,57 +59,100 @@ std::vector<float> run_gemm(Context& ctx, const Problem& p, const GemmShape& sha
   return v;
 }
 
-const GemmTile kPlain{64, 64, 32, 4, 4, 1, false};
+// Whether this device runs `kernel` (the tests of each kernel skip where not).
+bool has_kernel(const Context& ctx, GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::coopmat2:
+      return ctx.caps().coopmat2;
+    case GemmKernel::coopmat:
+      return ctx.caps().coopmat && ctx.caps().f16_fragment().has_value();
+    case GemmKernel::plain:
+      return true;
+  }
+  return false;
+}
+
+// The library's tile for `kernel` on p's shape.
+GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
+  return gemm_tile_for(ctx, p.m, p.n, p.k, kernel);
+}
+
+#define GENERATE_KERNEL()                                                                         \
+  GENERATE(GemmKernel::coopmat2, GemmKernel::coopmat, GemmKernel::plain);                        \
+  if (!has_kernel(ctx, kernel)) SKIP(std::string("device lacks the ") + to_string(kernel) + " kernel")
 
 }  // namespace
 
-GPU_TEST("gemm matches f64 in every mode and on both paths", "[gemm]") {
+GPU_TEST("gemm matches f64 in every mode and on every kernel", "[gemm]") {
   const GemmB mode = GENERATE(GemmB::plane, GemmB::bits_n, GemmB::bits_t);
-  const bool coopmat = GENERATE(true, false);
-  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  const GemmKernel kernel = GENERATE_KERNEL();
   struct Shape {
     std::uint32_t m, n, k;
   };
-  // partial row tiles, a column tile past n, a K tile past k, one row
-  const Shape shapes[] = {{1, 64, 64}, {70, 96, 160}, {129, 160, 96}, {33, 32, 32}, {512, 64, 64}};
+  // partial row tiles, a column tile past n, a K tile past k, one row;
+  // whole and partial tiles of the largest tiles
+  const Shape shapes[] = {{1, 64, 64},   {70, 96, 160},   {129, 160, 96},
+                          {33, 32, 32},  {512, 64, 64},   {300, 512, 192}};
   for (const Shape& s : shapes) {
-    INFO(to_string(mode) << (coopmat ? " coopmat " : " plain ") << s.m << "x" << s.n << "x" << s.k);
+    INFO(to_string(mode) << " " << to_string(kernel) << " " << s.m << "x" << s.n << "x" << s.k);
     const Problem p = make_problem(ctx, s.m, s.n, s.k, mode, 100 + s.m);
     const GemmShape shape{s.m, s.n, s.k, 0, 0, 0, 0.5f, false};
-    const auto got = run_gemm(ctx, p, shape, coopmat ? nullptr : &kPlain);
+    const GemmTile tile = tile_of(ctx, p, kernel);
+    INFO(tile.to_string());
+    const auto got = run_gemm(ctx, p, shape, &tile);
     const auto want = vkt::matmul_nt(p.act, p.plane, s.m, s.n, s.k, 0.5);
     // f16-exact operands: only f32 accumulation separates the two
     CHECK(vkt::rel_error(got, want) < 1e-5);
   }
 }
 
+GPU_TEST("the default GEMM kernel and its switches", "[gemm]") {
+  const Caps& c = ctx.caps();
+  const GemmKernel best = has_kernel(ctx, GemmKernel::coopmat) ? GemmKernel::coopmat : GemmKernel::plain;
+  CHECK(default_gemm_kernel(ctx) == best);
+  struct Unset {
+    ~Unset() {
+      ::unsetenv("VKBLR_MM_COOPMAT2");
+      ::unsetenv("VKBLR_MM_COOPMAT");
+    }
+  } unset;
+  ::setenv("VKBLR_MM_COOPMAT2", "1", 1);
+  CHECK(default_gemm_kernel(ctx) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
+  CHECK(gemm_tile_for(ctx, 512, 512, 512).kernel == default_gemm_kernel(ctx));
+  ::setenv("VKBLR_MM_COOPMAT", "0", 1);  // no cooperative matrices of either kind
+  CHECK(default_gemm_kernel(ctx) == GemmKernel::plain);
+}
+
 GPU_TEST("gemm is exact on small integers", "[gemm]") {
   const GemmB mode = GENERATE(GemmB::plane, GemmB::bits_n, GemmB::bits_t);
-  const bool coopmat = GENERATE(true, false);
-  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
+  const GemmKernel kernel = GENERATE_KERNEL();
   const Problem p = make_problem(ctx, 77, 64, 96, mode, 7, true);
-  const auto got = run_gemm(ctx, p, {77, 64, 96}, coopmat ? nullptr : &kPlain);
+  const GemmTile tile = tile_of(ctx, p, kernel);
+  const auto got = run_gemm(ctx, p, {77, 64, 96}, &tile);
   const auto want = vkt::matmul_nt(p.act, p.plane, 77, 64, 96);
   std::size_t bad = 0;
   for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != static_cast<float>(want[i]);
-  INFO(to_string(mode) << (coopmat ? " coopmat" : " plain"));
+  INFO(to_string(mode) << " " << to_string(kernel));
   CHECK(bad == 0);
 }
 
 GPU_TEST("gemm bitmaps equal the expanded plane bit for bit", "[gemm]") {
-  const bool coopmat = GENERATE(true, false);
-  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
-  const std::uint32_t m = 150, n = 96, k = 128;
-  for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
-    const Problem bits = make_problem(ctx, m, n, k, mode, 21);
-    Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 21);
-    plane.act_buf = ctx.upload(to_f16(bits.act));
-    plane.b_buf = ctx.upload(to_f16(bits.plane));  // the bitmap expanded on the host
-    const GemmShape shape{m, n, k, 0, 0, 0, 0.25f, false};
-    const auto a = run_gemm(ctx, bits, shape, coopmat ? nullptr : &kPlain);
-    const auto b = run_gemm(ctx, plane, shape, coopmat ? nullptr : &kPlain);
-    INFO(to_string(mode) << (coopmat ? " coopmat" : " plain"));
-    CHECK(vkt::count_bit_diffs(a, b) == 0);
+  const GemmKernel kernel = GENERATE_KERNEL();
+  // partial tiles, and whole ones of the largest tiles
+  for (const std::uint32_t m : {150u, 256u}) {
+    const std::uint32_t n = m == 150 ? 96 : 512, k = 128;
+    for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
+      const Problem bits = make_problem(ctx, m, n, k, mode, 21);
+      Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 21);
+      plane.act_buf = ctx.upload(to_f16(bits.act));
+      plane.b_buf = ctx.upload(to_f16(bits.plane));  // the bitmap expanded on the host
+      const GemmShape shape{m, n, k, 0, 0, 0, 0.25f, false};
+      const GemmTile tile = tile_of(ctx, bits, kernel);
+      const auto a = run_gemm(ctx, bits, shape, &tile);
+      const auto b = run_gemm(ctx, plane, shape, &tile);
+      INFO(to_string(mode) << " " << to_string(kernel) << " " << m << "x" << n << "x" << k);
+      CHECK(vkt::count_bit_diffs(a, b) == 0);
+    }
   }
 }
 
@@ -172,14 +215,15 @@ GPU_TEST("gemm accumulates as out + product", "[gemm]") {
 }
 
 GPU_TEST("split-K: every K range once, bitmaps ≡ plane, ldo/ocol, accumulate, deterministic", "[gemm]") {
-  const bool coopmat = GENERATE(true, false);
-  if (coopmat && !ctx.caps().coopmat) SKIP("no cooperative matrices");
-  const GemmTile* tile = coopmat ? nullptr : &kPlain;
-  // K of 10 tiles of 32: 3 layers of 4, 4, 2 tiles; 16 asked gives 10 layers
+  const GemmKernel kernel = GENERATE_KERNEL();
+  // K of 10 tiles of 32 (5 of 64): 3 layers of 4, 4, 2 tiles; 16 asked
+  // gives 10 layers (5)
   const std::uint32_t m = 70, n = 64, k = 320, ldo = 160, ocol = 48;
+  const GemmTile tile_value = gemm_tile_for(ctx, m, n, k, kernel);
+  const GemmTile* tile = &tile_value;
   for (const std::uint32_t splits : {2u, 3u, 16u}) {
     for (const GemmB mode : {GemmB::plane, GemmB::bits_n, GemmB::bits_t}) {
-      INFO(to_string(mode) << (coopmat ? " coopmat" : " plain") << ", " << splits << " layers");
+      INFO(to_string(mode) << " " << to_string(kernel) << ", " << splits << " layers");
       // small integers: every order of summation gives the exact sum, so a
       // K range summed twice or missed shows as a wrong value
       const Problem ints = make_problem(ctx, m, n, k, mode, 70 + splits, true);
@@ -240,7 +284,7 @@ GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]"
   const GemmTile tile = gemm_tile_for(ctx, 64, 64, 4096);
   const std::uint32_t automatic = gemm_splits_for(ctx, tile, 64, 64, 4096);
   const auto f = ctx.caps().f16_fragment();
-  if (tile.coopmat && f && f->m >= 16) {
+  if (tile.kernel != GemmKernel::plain && f && f->m >= 16) {
     CHECK(automatic == 8);  // 1 tile: 256 groups wanted, 4096 / 512 layers at most
   } else {
     CHECK(automatic == 1);  // small fragments, the plain kernel: never split by itself
@@ -321,7 +365,12 @@ GPU_TEST("gemm refuses bad shapes, small buffers and impossible tiles", "[gemm][
         std::string::npos);
   CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64, 0, 0, 0, 1.0f, false, 65}); })
             .find("k_splits = 65") != std::string::npos);
-  const GemmTile huge{256, 256, 64, 64, 64, 2, ctx.caps().coopmat};
+  const GemmTile huge{256, 256, 64, 64, 64, 2, ctx.caps().coopmat ? GemmKernel::coopmat : GemmKernel::plain};
   CHECK(message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64}, &huge); }).find("shared memory") !=
         std::string::npos);
+  // a workgroup-scope tile of 4096 invocations; where the kernel is missing,
+  // the refusal says so
+  const GemmTile crowded{128, 256, 64, 16, 16, 1, GemmKernel::coopmat2};
+  const std::string why = message([&] { (void)gemm(ctx, act, b, GemmB::plane, out, {64, 64, 64}, &crowded); });
+  CHECK(why.find(ctx.caps().coopmat2 ? "invocations" : "no VK_NV_cooperative_matrix2") != std::string::npos);
 }

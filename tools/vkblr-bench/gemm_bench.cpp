@@ -74,7 +74,7 @@ std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptio
       std::vector<vkblr::GemmTile> tiles = o.tiles;
       if (tiles.empty() || plain) {
         vkblr::GemmTile t = vkblr::gemm_tile_for(ctx, m, n, k);
-        if (plain) t = {64, 64, 32, 4, 4, 1, false};
+        if (plain) t = vkblr::gemm_tile_for(ctx, m, n, k, vkblr::GemmKernel::plain);
         tiles = {t};
       }
       for (const vkblr::GemmTile& tile : tiles) {

@@ -31,9 +31,9 @@ std::array<std::uint32_t, 3> parse_shape(const std::string& s) {
   return v;
 }
 
-vkblr::GemmTile parse_tile(const std::string& s, bool coopmat) {
+vkblr::GemmTile parse_tile(const std::string& s, vkblr::GemmKernel kernel) {
   vkblr::GemmTile t;
-  t.coopmat = coopmat;
+  t.kernel = kernel;
   char c = 0;
   std::istringstream in(s);
   in >> t.bm >> c >> t.bn >> c >> t.bk >> c >> t.wm >> c >> t.wn >> c >> t.stages;
@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
       if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
       for (const auto& s : shapes) gopt.shapes.push_back(parse_shape(s));
       gopt.modes = modes;
-      const bool coopmat = caps.coopmat;
-      for (const auto& t : tiles) gopt.tiles.push_back(parse_tile(t, coopmat));
+      const vkblr::GemmKernel kernel = vkblr::default_gemm_kernel(ctx);
+      for (const auto& t : tiles) gopt.tiles.push_back(parse_tile(t, kernel));
       gopt.quiet = json;
       const auto results = bench::run_gemm_bench(ctx, gopt);
       report["gemm"] = nlohmann::json::array();

@@ -16,9 +16,16 @@
 // n and k multiples of 16, k a multiple of 32 in bits_n and n a multiple of
 // 32 in bits_t. Anything else throws vkblr::Error naming the value.
 //
-// Paths: cooperative matrices with the device's fragment shape (Caps::
-// f16_fragment()), or a plain shared-memory kernel on devices without them
-// (or everywhere with VKBLR_MM_COOPMAT=0). VKBLR_MM_BITS=0 makes the bitmap
+// Kernels (GemmKernel):
+//   coopmat   the default: subgroup-scope KHR cooperative matrices with the
+//             device's fragment shape (Caps::f16_fragment()), staged by the
+//             kernel; VKBLR_MM_COOPMAT=0 skips it (and coopmat2);
+//   coopmat2  workgroup-scope cooperative matrices with tensor loads
+//             (VK_NV_cooperative_matrix2; bitmaps decoded by the load's
+//             callback), the default with VKBLR_MM_COOPMAT2=1 where the
+//             device has it;
+//   plain     a shared-memory kernel for any Vulkan 1.3 device.
+// VKBLR_MM_BITS=0 makes the bitmap
 // modes expand into a plane first (an `expand` dispatch) and run the plane
 // GEMM: same bits. The workgroup tile comes from the device and the shape
 // (gemm_tile_for); VKBLR_GEMM_TILE="bm,bn,bk,wm,wn,stages" overrides it.
@@ -57,18 +64,27 @@ struct GemmShape {
   std::uint32_t k_splits = 0;
 };
 
-// A workgroup tile: BM × BN outputs over K steps of BK; cooperative-matrix
-// subgroups of WM × WN each (plain kernel: invocations of WM × WN each);
-// stages = 2: the next K tile is loaded while the current one is multiplied.
+enum class GemmKernel : std::uint32_t { plain = 0, coopmat = 1, coopmat2 = 2 };
+const char* to_string(GemmKernel kernel) noexcept;
+// The best kernel this device has (the environment switches honoured).
+GemmKernel default_gemm_kernel(const Context& ctx);
+
+// A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups
+// of WM × WN each; stages = 2: the next K tile is loaded while the current
+// one is multiplied. coopmat2: one workgroup-scope BM × BN accumulator, the
+// workgroup as many subgroups as WM × WN blocks fit, stages = the K steps
+// unrolled over whole tiles.
+// plain: invocations of WM × WN outputs each.
 struct GemmTile {
   std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
-  bool coopmat = false;
+  GemmKernel kernel = GemmKernel::plain;
   std::string to_string() const;
 };
 
-// The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and
-// VKBLR_MM_COOPMAT=0 honoured).
+// The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and the
+// kernel switches honoured), on the default kernel or on a given one.
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k);
+GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel);
 // The split-K layers vkblr uses for this shape and tile (VKBLR_GEMM_SPLITK
 // honoured): on devices with 16-wide fragments, 256 / tiles rounded (about
 // two workgroups per multiprocessor of a large GPU), each layer at least

@@ -1,10 +1,12 @@
-// The GEMM builder: shape checks, tile choice, dispatch (glsl/gemm_coopmat.comp,
-// glsl/gemm_plain.comp).
+// The GEMM builder: shape checks, kernel and tile choice, dispatch
+// (glsl/gemm_coopmat2.comp, glsl/gemm_coopmat.comp, glsl/gemm_plain.comp).
 #include "vkblr/gemm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <format>
+#include <span>
 #include <sstream>
 
 #include "../ops/op_util.hpp"
@@ -24,14 +26,15 @@ bool env_is(const char* name, const char* value) {
 }
 
 std::uint32_t workgroup_size(const Caps& caps, const GemmTile& t) {
-  if (!t.coopmat) return (t.bm / t.wm) * (t.bn / t.wn);
+  if (t.kernel == GemmKernel::plain) return (t.bm / t.wm) * (t.bn / t.wn);
   return caps.subgroup_size * (t.bm / t.wm) * (t.bn / t.wn);
 }
 
 // Shared memory of the staging buffers (gemm_tile.glsl), in bytes: the
 // larger of the two B layouts, or the smaller (what every mode has for the
-// epilogue).
+// epilogue). The coopmat2 kernel declares none (the driver stages).
 std::uint64_t shared_bytes(const GemmTile& t, bool smallest = false) {
+  if (t.kernel == GemmKernel::coopmat2) return 0;
   const std::uint64_t a = std::uint64_t{t.bm} * (t.bk + 8);
   const std::uint64_t bn = std::uint64_t{t.bn} * (t.bk + 8), bt = std::uint64_t{t.bk} * (t.bn + 8);
   return t.stages * (a + (smallest ? std::min(bn, bt) : std::max(bn, bt))) * 2;
@@ -49,9 +52,63 @@ std::uint32_t epilogue_cols(const GemmTile& t, std::uint32_t fn) {
   return 0;
 }
 
-GemmTile parse_tile(const char* text, bool coopmat) {
+// Why `t` cannot run on this device, or "" when it can.
+std::string tile_problem(const Caps& caps, const GemmTile& t) {
+  const std::string s = t.to_string();
+  if (t.bm == 0 || t.bn == 0 || t.bk == 0 || t.wm == 0 || t.wn == 0) return std::format("gemm tile {}: zero size", s);
+  if (t.kernel == GemmKernel::coopmat2) {
+    if (t.stages < 1 || t.stages > 16) return std::format("gemm tile {}: unroll (stages) must be 1..16", s);
+    if (!std::has_single_bit(t.bk)) return std::format("gemm tile {}: bk must be a power of two", s);
+  } else if (t.stages != 1 && t.stages != 2) {
+    return std::format("gemm tile {}: stages must be 1 or 2", s);
+  }
+  if (t.bm % t.wm != 0 || t.bn % t.wn != 0) return std::format("gemm tile {}: bm, bn must be multiples of wm, wn", s);
+  if (t.bk % 32 != 0 || t.bn % 32 != 0) {
+    return std::format("gemm tile {}: bk and bn must be multiples of 32 (bitmap words)", s);
+  }
+  if (t.kernel == GemmKernel::coopmat2 && !caps.coopmat2) {
+    return std::format("gemm tile {}: device {} has no VK_NV_cooperative_matrix2", s, caps.device_name);
+  }
+  if (t.kernel == GemmKernel::coopmat && (!caps.coopmat || !caps.f16_fragment())) {
+    return std::format("gemm tile {}: device {} has no cooperative matrices", s, caps.device_name);
+  }
+  const std::uint32_t wg = workgroup_size(caps, t);
+  if (wg > caps.max_workgroup_invocations) {
+    return std::format("gemm tile {}: {} invocations exceed the device's {}", s, wg, caps.max_workgroup_invocations);
+  }
+  if (t.kernel == GemmKernel::coopmat2) {
+    if (wg > caps.coopmat2_max_workgroup_size) {
+      return std::format("gemm tile {}: {} invocations exceed the workgroup-scope limit {}", s, wg,
+                         caps.coopmat2_max_workgroup_size);
+    }
+    if (std::max({t.bm, t.bn, t.bk}) > caps.coopmat2_max_dimension) {
+      return std::format("gemm tile {}: a matrix side exceeds the device's {}", s, caps.coopmat2_max_dimension);
+    }
+    for (const Caps::FlexibleShape& f : caps.coopmat2_f16_shapes) {
+      if (f.invocations == wg && t.bm % f.m == 0 && t.bn % f.n == 0 && t.bk % f.k == 0) return "";
+    }
+    return std::format("gemm tile {}: no f16 workgroup-scope shape of {} invocations divides it", s, wg);
+  }
+  if (t.kernel == GemmKernel::coopmat) {
+    const auto f = caps.f16_fragment();
+    if (t.wm % f->m != 0 || t.wn % f->n != 0 || t.bk % f->k != 0) {
+      return std::format("gemm tile {}: wm, wn, bk must be multiples of the fragment {}x{}x{}", s, f->m, f->n, f->k);
+    }
+    if (epilogue_cols(t, f->n) == 0) return std::format("gemm tile {}: staging memory too small for the epilogue", s);
+  }
+  if ((t.bm * t.bk / 8) % wg != 0 || (t.bn * t.bk / 8) % wg != 0) {
+    return std::format("gemm tile {}: the {} invocations must split the 16-byte loads of a tile evenly", s, wg);
+  }
+  if (shared_bytes(t) > caps.max_shared_memory) {
+    return std::format("gemm tile {}: {} bytes of shared memory, the device has {}", s, shared_bytes(t),
+                       caps.max_shared_memory);
+  }
+  return "";
+}
+
+GemmTile parse_tile(const char* text, GemmKernel kernel) {
   GemmTile t;
-  t.coopmat = coopmat;
+  t.kernel = kernel;
   char sep = 0;
   std::istringstream in(text);
   in >> t.bm >> sep >> t.bn >> sep >> t.bk >> sep >> t.wm >> sep >> t.wn >> sep >> t.stages;
@@ -73,40 +130,70 @@ const char* to_string(GemmB mode) noexcept {
   return "?";
 }
 
+const char* to_string(GemmKernel kernel) noexcept {
+  switch (kernel) {
+    case GemmKernel::plain:
+      return "plain";
+    case GemmKernel::coopmat:
+      return "coopmat";
+    case GemmKernel::coopmat2:
+      return "coopmat2";
+  }
+  return "?";
+}
+
+GemmKernel default_gemm_kernel(const Context& ctx) {
+  const Caps& caps = ctx.caps();
+  const bool coopmat = caps.coopmat && caps.f16_fragment().has_value() && !env_is("VKBLR_MM_COOPMAT", "0");
+  // coopmat2 only when asked: on the H200 (driver 580, 2026-12-02) it ran
+  // the plane mode as fast as the KHR kernel and the bitmap modes slower
+  // (docs/benchmarks.md)
+  if (coopmat && caps.coopmat2 && env_is("VKBLR_MM_COOPMAT2", "1")) return GemmKernel::coopmat2;
+  return coopmat ? GemmKernel::coopmat : GemmKernel::plain;
+}
+
 std::string GemmTile::to_string() const {
-  return std::format("{}x{}x{} {} {}x{} stages {}", bm, bn, bk, coopmat ? "subgroups" : "threads", wm, wn, stages);
+  if (kernel == GemmKernel::coopmat2) {
+    return std::format("{}x{}x{} workgroup scope, subgroups {}x{}", bm, bn, bk, wm, wn);
+  }
+  return std::format("{}x{}x{} {} {}x{} stages {}", bm, bn, bk, kernel == GemmKernel::coopmat ? "subgroups" : "threads",
+                     wm, wn, stages);
 }
 
 void check_gemm_tile(const Context& ctx, const GemmTile& t) {
-  const Caps& caps = ctx.caps();
-  const std::string s = t.to_string();
-  require(t.bm > 0 && t.bn > 0 && t.bk > 0 && t.wm > 0 && t.wn > 0, "gemm tile {}: zero size", s);
-  require(t.stages == 1 || t.stages == 2, "gemm tile {}: stages must be 1 or 2", s);
-  require(t.bm % t.wm == 0 && t.bn % t.wn == 0, "gemm tile {}: bm, bn must be multiples of wm, wn", s);
-  require(t.bk % 32 == 0 && t.bn % 32 == 0, "gemm tile {}: bk and bn must be multiples of 32 (bitmap words)", s);
-  if (t.coopmat) {
-    const auto f = caps.f16_fragment();
-    require(caps.coopmat && f.has_value(), "gemm tile {}: device {} has no cooperative matrices", s,
-            caps.device_name);
-    require(t.wm % f->m == 0 && t.wn % f->n == 0 && t.bk % f->k == 0,
-            "gemm tile {}: wm, wn, bk must be multiples of the fragment {}x{}x{}", s, f->m, f->n, f->k);
-    require(epilogue_cols(t, f->n) > 0, "gemm tile {}: staging memory too small for the epilogue", s);
-  }
-  const std::uint32_t wg = workgroup_size(caps, t);
-  require(wg <= caps.max_workgroup_invocations, "gemm tile {}: {} invocations exceed the device's {}", s, wg,
-          caps.max_workgroup_invocations);
-  require((t.bm * t.bk / 8) % wg == 0 && (t.bn * t.bk / 8) % wg == 0,
-          "gemm tile {}: the {} invocations must split the 16-byte loads of a tile evenly", s, wg);
-  require(shared_bytes(t) <= caps.max_shared_memory, "gemm tile {}: {} bytes of shared memory, the device has {}", s,
-          shared_bytes(t), caps.max_shared_memory);
+  const std::string problem = tile_problem(ctx.caps(), t);
+  require(problem.empty(), "{}", problem);
 }
 
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+  return gemm_tile_for(ctx, m, n, k, default_gemm_kernel(ctx));
+}
+
+GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel) {
   (void)k;
+  if (const char* forced = std::getenv("VKBLR_GEMM_TILE"); forced && *forced) return parse_tile(forced, kernel);
   const Caps& caps = ctx.caps();
-  const bool coopmat = caps.coopmat && caps.f16_fragment().has_value() && !env_is("VKBLR_MM_COOPMAT", "0");
-  if (const char* forced = std::getenv("VKBLR_GEMM_TILE"); forced && *forced) return parse_tile(forced, coopmat);
-  if (!coopmat) return {64, 64, 32, 4, 4, 1, false};
+  if (kernel == GemmKernel::plain) return {64, 64, 32, 4, 4, 1, kernel};
+  if (kernel == GemmKernel::coopmat2) {
+    // the largest candidate the device takes whose tile the output fills
+    // (H200 sweep 2026-12-02: 128×256 with 8 K steps unrolled on wide
+    // outputs, 128×128 on 256 invocations elsewhere)
+    const GemmTile candidates[] = {{128, 256, 64, 64, 64, 8, kernel},
+                                   {128, 128, 64, 32, 64, 4, kernel},
+                                   {64, 64, 64, 32, 32, 4, kernel}};
+    if (n < 2048) {
+      for (const GemmTile& t : std::span(candidates).subspan(1)) {
+        if (m >= t.bm && n >= t.bn && tile_problem(caps, t).empty()) return t;
+      }
+    }
+    for (const GemmTile& t : candidates) {
+      if ((m >= t.bm && n >= t.bn) && tile_problem(caps, t).empty()) return t;
+    }
+    for (auto it = std::rbegin(candidates); it != std::rend(candidates); ++it) {
+      if (tile_problem(caps, *it).empty()) return *it;
+    }
+    fail("gemm: device {} takes none of the coopmat2 tiles", caps.device_name);
+  }
   const auto f = *caps.f16_fragment();
   const std::uint32_t sg = caps.subgroup_size;
   if (f.m >= 16 && sg >= 32) {
@@ -114,12 +201,12 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
     // tile would leave most of the device idle
     // (H200 sweep 2026-12-02: one stage beat two at 128×128, where two
     // stages halve the workgroups a multiprocessor can hold)
-    if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, true};
-    return {64, 64, 32, 32, 32, 2, true};
+    if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, kernel};
+    return {64, 64, 32, 32, 32, 2, kernel};
   }
   // small fragments and subgroups (lavapipe: 8×8×8, subgroup 8): 2×2
   // subgroups of 2×2 fragments
-  return {4 * f.m, 4 * f.n, 32, 2 * f.m, 2 * f.n, 2, true};
+  return {4 * f.m, 4 * f.n, 32, 2 * f.m, 2 * f.n, 2, kernel};
 }
 
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
@@ -130,7 +217,7 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
     return static_cast<std::uint32_t>(s);
   }
   const auto f = ctx.caps().f16_fragment();
-  if (!tile.coopmat || !f || f->m < 16) return 1;
+  if (tile.kernel == GemmKernel::plain || !f || f->m < 16) return 1;
   const std::uint64_t tiles = std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn);
   // H200 sweep (2026-12-02, docs/runs/): 32 tiles of K 4096 ran best as 8
   // layers, 112 and 128 tiles as 2, from 224 tiles on splitting lost
@@ -190,14 +277,23 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   check_gemm_tile(ctx, tile);
   const Caps& caps = ctx.caps();
   const std::uint32_t wg = workgroup_size(caps, tile);
-  std::vector<SpecConstant> spec{{GEMM_SPEC_WG_SIZE, wg},        {GEMM_SPEC_BM, tile.bm},
-                                 {GEMM_SPEC_BN, tile.bn},        {GEMM_SPEC_BK, tile.bk},
-                                 {GEMM_SPEC_WM, tile.wm},        {GEMM_SPEC_WN, tile.wn},
-                                 {GEMM_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
-                                 {GEMM_SPEC_STAGES, tile.stages}};
+  std::vector<SpecConstant> spec;
+  if (tile.kernel == GemmKernel::coopmat2) {  // the driver tiles the workgroup
+    spec = {{GEMM2_SPEC_WG_SIZE, wg},   {GEMM2_SPEC_BM, tile.bm},
+            {GEMM2_SPEC_BN, tile.bn},   {GEMM2_SPEC_BK, tile.bk},
+            {GEMM2_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
+            {GEMM2_SPEC_UNROLL, tile.stages}};
+  } else {
+    spec = {{GEMM_SPEC_WG_SIZE, wg},   {GEMM_SPEC_BM, tile.bm},
+            {GEMM_SPEC_BN, tile.bn},   {GEMM_SPEC_BK, tile.bk},
+            {GEMM_SPEC_WM, tile.wm},   {GEMM_SPEC_WN, tile.wn},
+            {GEMM_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
+            {GEMM_SPEC_STAGES, tile.stages}};
+  }
   detail::KernelOptions options;
   detail::KernelId id = detail::KernelId::gemm_plain;
-  if (tile.coopmat) {
+  const char* name = "gemm_plain";
+  if (tile.kernel == GemmKernel::coopmat) {
     const auto f = *caps.f16_fragment();
     spec.push_back({GEMM_SPEC_SUBGROUP, caps.subgroup_size});
     spec.push_back({GEMM_SPEC_FM, f.m});
@@ -206,9 +302,13 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
     spec.push_back({GEMM_SPEC_EPI_COLS, epilogue_cols(tile, f.n)});
     options = {caps.subgroup_size_control ? caps.subgroup_size : 0, true};
     id = detail::KernelId::gemm_coopmat;
+    name = "gemm";
+  } else if (tile.kernel == GemmKernel::coopmat2) {
+    options = {0, true};
+    id = detail::KernelId::gemm_coopmat2;
+    name = "gemm";
   }
-  Dispatch d = detail::make_dispatch(ctx, id, tile.coopmat ? "gemm" : "gemm_plain",
-                                     std::span<const SpecConstant>(spec), options);
+  Dispatch d = detail::make_dispatch(ctx, id, name, std::span<const SpecConstant>(spec), options);
   GemmPush p{};
   p.m = m;
   p.n = n;
