@@ -63,7 +63,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
       res.barriers = rec.barriers() / std::max(1u, o.reps);
       vkblr::Graph profiled = rec.finish();
       prof.enable(false);
-      for (std::uint32_t i = 0; i < o.warmup; ++i) profiled.run();
+      warm_up(o.warmup, [&] { profiled.run(); });
       prof.reset();
       profiled.run();
       const auto& ev = prof.events();
@@ -93,7 +93,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
       vkblr::Recorder plain(ctx);
       for (std::uint32_t s = 0; s < o.reps; ++s) record_step(plain);
       vkblr::Graph graph = plain.finish();
-      for (std::uint32_t i = 0; i < o.warmup; ++i) graph.run();
+      warm_up(o.warmup, [&] { graph.run(); });
       std::vector<double> wall;
       for (int i = 0; i < 5; ++i) {
         const auto t0 = std::chrono::steady_clock::now();

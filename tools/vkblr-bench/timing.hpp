@@ -1,11 +1,17 @@
 // timing.hpp — how vkblr-bench times GPU work: record `reps` copies of a
 // batch into one Graph with GPU timestamps around every dispatch, run it
-// `warmup` times untimed, then once more timed; per-rep time = the sum of
-// that rep's dispatch durations (so host submission gaps are excluded);
-// report the median (and min, max) over reps.
+// untimed `warmup` times and for at least kWarmupSeconds, then once more
+// timed; per-rep time = the sum of that rep's dispatch durations (so host
+// submission gaps are excluded); report the median (and min, max) over reps.
+//
+// Why a time floor on the warm-up: on the H200, cases that followed host
+// work (building the next case's inputs) ran up to 5× slower after a
+// warm-up of a few short batches (presumably clocks ramping up); with the
+// floor, repeated runs agree within 1 %.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -14,6 +20,16 @@
 #include <vkblr/vkblr.hpp>
 
 namespace bench {
+
+inline constexpr double kWarmupSeconds = 0.3;
+
+// Calls run() `runs` times, then again until kWarmupSeconds have passed.
+template <class Run>
+void warm_up(std::uint32_t runs, Run&& run) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint32_t i = 0; i < runs; ++i) run();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < kWarmupSeconds) run();
+}
 
 struct Stats {
   double median_ms = 0, min_ms = 0, max_ms = 0;
@@ -47,7 +63,7 @@ inline Stats time_gpu(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t r
   }
   vkblr::Graph g = rec.finish();
   prof.enable(was);
-  for (std::uint32_t i = 0; i < warmup; ++i) g.run();
+  warm_up(warmup, [&] { g.run(); });
   prof.reset();
   g.run();
   const auto& ev = prof.events();

@@ -30,7 +30,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
         vkblr::BlrLayer layer = random_layer(ctx, c, false);
         vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
         const std::size_t batch = trainer.add_batch(x, target);
-        for (std::uint32_t s = 0; s < o.warmup; ++s) trainer.step(batch, 0.02f, 2e-3f);
+        warm_up(o.warmup, [&] { trainer.step(batch, 0.02f, 2e-3f); });
         std::vector<double> ms;
         const auto t0 = std::chrono::steady_clock::now();
         for (std::uint32_t s = 0; s < o.steps; ++s) {
@@ -50,7 +50,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
       vkblr::BlrTrainer trainer(ctx, layer, c.ntok, config);
       const std::size_t batch = trainer.add_batch(x, target);
       prof.enable(false);
-      for (std::uint32_t s = 0; s < o.warmup; ++s) trainer.step(batch, 0.02f, 2e-3f);
+      warm_up(o.warmup, [&] { trainer.step(batch, 0.02f, 2e-3f); });
       std::vector<double> busy;
       std::map<std::string, double> names;
       const std::uint32_t profiled = std::min<std::uint32_t>(o.steps, 50);
