@@ -3,6 +3,7 @@
 // bit, ldo/ocol block writes, accumulation, composites and refusals.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <catch2/generators/catch_generators_range.hpp>
 #include <bit>
 #include <cstdlib>
 #include <string>
@@ -77,9 +78,16 @@ GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
   return gemm_tile_for(ctx, p.m, p.n, p.k, kernel);
 }
 
-#define GENERATE_KERNEL()                                                                         \
-  GENERATE(GemmKernel::coopmat2, GemmKernel::coopmat, GemmKernel::plain);                        \
-  if (!has_kernel(ctx, kernel)) SKIP(std::string("device lacks the ") + to_string(kernel) + " kernel")
+// The kernels this device runs, best first (plain everywhere).
+std::vector<GemmKernel> device_kernels(const Context& ctx) {
+  std::vector<GemmKernel> out;
+  for (const GemmKernel k : {GemmKernel::coopmat2, GemmKernel::coopmat, GemmKernel::plain}) {
+    if (has_kernel(ctx, k)) out.push_back(k);
+  }
+  return out;
+}
+
+#define GENERATE_KERNEL() GENERATE_REF(Catch::Generators::from_range(device_kernels(ctx)))
 
 }  // namespace
 

@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstdlib>
 #include <format>
-#include <span>
 #include <sstream>
 
 #include "../ops/op_util.hpp"
@@ -176,16 +175,9 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (kernel == GemmKernel::plain) return {64, 64, 32, 4, 4, 1, kernel};
   if (kernel == GemmKernel::coopmat2) {
     // the largest candidate the device takes whose tile the output fills
-    // (H200 sweep 2026-12-02: 128×256 with 8 K steps unrolled on wide
-    // outputs, 128×128 on 256 invocations elsewhere)
-    const GemmTile candidates[] = {{128, 256, 64, 64, 64, 8, kernel},
-                                   {128, 128, 64, 32, 64, 4, kernel},
-                                   {64, 64, 64, 32, 32, 4, kernel}};
-    if (n < 2048) {
-      for (const GemmTile& t : std::span(candidates).subspan(1)) {
-        if (m >= t.bm && n >= t.bn && tile_problem(caps, t).empty()) return t;
-      }
-    }
+    // (H200 sweep 2026-12-02, docs/runs/: 128×128×64 on 256 invocations
+    // with 8 K steps unrolled beat 128×256 and fewer steps unrolled)
+    const GemmTile candidates[] = {{128, 128, 64, 32, 64, 8, kernel}, {64, 64, 64, 32, 32, 8, kernel}};
     for (const GemmTile& t : candidates) {
       if ((m >= t.bm && n >= t.bn) && tile_problem(caps, t).empty()) return t;
     }
@@ -199,8 +191,8 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (f.m >= 16 && sg >= 32) {
     // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
     // tile would leave most of the device idle
-    // (H200 sweep 2026-12-02: one stage beat two at 128×128, where two
-    // stages halve the workgroups a multiprocessor can hold)
+    // (H200 sweeps 2026-12-02, docs/runs/: one stage beat two by 15–40 %;
+    // 128×256, 256×128 and BK 64 lost too)
     if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, kernel};
     return {64, 64, 32, 32, 32, 2, kernel};
   }
