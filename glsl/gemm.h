@@ -41,9 +41,9 @@ VKBLR_PUSH(GemmPush) {
 #define GEMM_SPEC_EPI_COLS 12  // coopmat epilogue: columns staged per chunk
 
 // Specialization constants of gemm_coopmat2.comp: ids 0..5, all given on
-// every pipeline. (Dense ids: the Khronos layer's check of workgroup-scope
-// matrix shapes resolves a constant by its entry's position in the map, so
-// a gap reads another constant's value.)
+// every pipeline. (Dense ids: with gaps, the Khronos layer's check of
+// workgroup-scope matrix shapes read another entry's value for a size, as
+// if it took the entry at the position of the id; docs/gpu.md.)
 #define GEMM2_SPEC_WG_SIZE 0
 #define GEMM2_SPEC_BM 1
 #define GEMM2_SPEC_BN 2
