@@ -6,6 +6,7 @@
 #include <catch2/generators/catch_generators_range.hpp>
 #include <bit>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "support/gemm_ref.hpp"
@@ -115,15 +116,30 @@ GPU_TEST("gemm matches f64 in every mode and on every kernel", "[gemm]") {
 }
 
 GPU_TEST("the default GEMM kernel and its switches", "[gemm]") {
+  // the switches as this process was started with them, restored at the end
+  struct Restore {
+    std::optional<std::string> coopmat, coopmat2;
+    static void put(const char* name, const std::optional<std::string>& v) {
+      if (v) {
+        ::setenv(name, v->c_str(), 1);
+      } else {
+        ::unsetenv(name);
+      }
+    }
+    ~Restore() {
+      put("VKBLR_MM_COOPMAT", coopmat);
+      put("VKBLR_MM_COOPMAT2", coopmat2);
+    }
+  } restore;
+  const std::pair<const char*, std::optional<std::string>*> saved[] = {{"VKBLR_MM_COOPMAT", &restore.coopmat},
+                                                                      {"VKBLR_MM_COOPMAT2", &restore.coopmat2}};
+  for (const auto& [name, slot] : saved) {
+    if (const char* v = std::getenv(name)) *slot = v;
+    ::unsetenv(name);
+  }
   const Caps& c = ctx.caps();
   const GemmKernel best = has_kernel(ctx, GemmKernel::coopmat) ? GemmKernel::coopmat : GemmKernel::plain;
   CHECK(default_gemm_kernel(ctx) == best);
-  struct Unset {
-    ~Unset() {
-      ::unsetenv("VKBLR_MM_COOPMAT2");
-      ::unsetenv("VKBLR_MM_COOPMAT");
-    }
-  } unset;
   ::setenv("VKBLR_MM_COOPMAT2", "1", 1);
   CHECK(default_gemm_kernel(ctx) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
   CHECK(gemm_tile_for(ctx, 512, 512, 512).kernel == default_gemm_kernel(ctx));

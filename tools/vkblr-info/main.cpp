@@ -74,8 +74,8 @@ std::string to_text(std::size_t index, const vkblr::Caps& c) {
     if (const auto f = c.f16_fragment()) s += std::format("  GEMM fragment: {}×{}×{} f16 -> f32\n", f->m, f->n, f->k);
   }
   if (c.coopmat2) {
-    s += std::format("  VK_NV_cooperative_matrix2: workgroups up to {} invocations, matrices up to {}, {} B shared memory"
-                     " reserved\n",
+    s += std::format("  VK_NV_cooperative_matrix2: workgroups up to {} invocations, matrices up to {}, "
+                     "{} B shared memory reserved\n",
                      c.coopmat2_max_workgroup_size, c.coopmat2_max_dimension, c.coopmat2_reserved_shared_memory);
     for (const auto& f : c.coopmat2_f16_shapes) {
       s += std::format("    f16 workgroup scope, {} invocations: M, N, K in steps of {}, {}, {}\n", f.invocations, f.m,
