@@ -66,7 +66,11 @@ struct GemmShape {
 
 enum class GemmKernel : std::uint32_t { plain = 0, coopmat = 1, coopmat2 = 2 };
 const char* to_string(GemmKernel kernel) noexcept;
-// The best kernel this device has (the environment switches honoured).
+// Whether the device runs `kernel` (coopmat2: VK_NV_cooperative_matrix2
+// enabled; coopmat: KHR cooperative matrices with an f16 fragment; plain:
+// always), whatever the environment switches say.
+bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept;
+// The kernel vkblr uses on this device (the environment switches honoured).
 GemmKernel default_gemm_kernel(const Context& ctx);
 
 // A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups

@@ -31,9 +31,8 @@ std::uint32_t workgroup_size(const Caps& caps, const GemmTile& t) {
 
 // Shared memory of the staging buffers (gemm_tile.glsl), in bytes: the
 // larger of the two B layouts, or the smaller (what every mode has for the
-// epilogue). The coopmat2 kernel declares none (the driver stages).
+// epilogue). Not for coopmat2 tiles: that kernel declares none.
 std::uint64_t shared_bytes(const GemmTile& t, bool smallest = false) {
-  if (t.kernel == GemmKernel::coopmat2) return 0;
   const std::uint64_t a = std::uint64_t{t.bm} * (t.bk + 8);
   const std::uint64_t bn = std::uint64_t{t.bn} * (t.bk + 8), bt = std::uint64_t{t.bk} * (t.bn + 8);
   return t.stages * (a + (smallest ? std::min(bn, bt) : std::max(bn, bt))) * 2;
@@ -65,11 +64,9 @@ std::string tile_problem(const Caps& caps, const GemmTile& t) {
   if (t.bk % 32 != 0 || t.bn % 32 != 0) {
     return std::format("gemm tile {}: bk and bn must be multiples of 32 (bitmap words)", s);
   }
-  if (t.kernel == GemmKernel::coopmat2 && !caps.coopmat2) {
-    return std::format("gemm tile {}: device {} has no VK_NV_cooperative_matrix2", s, caps.device_name);
-  }
-  if (t.kernel == GemmKernel::coopmat && (!caps.coopmat || !caps.f16_fragment())) {
-    return std::format("gemm tile {}: device {} has no cooperative matrices", s, caps.device_name);
+  if (!device_has_gemm_kernel(caps, t.kernel)) {
+    return std::format("gemm tile {}: device {} has no {}", s, caps.device_name,
+                       t.kernel == GemmKernel::coopmat2 ? "VK_NV_cooperative_matrix2" : "cooperative matrices");
   }
   const std::uint32_t wg = workgroup_size(caps, t);
   if (wg > caps.max_workgroup_invocations) {
@@ -141,19 +138,33 @@ const char* to_string(GemmKernel kernel) noexcept {
   return "?";
 }
 
+bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept {
+  switch (kernel) {
+    case GemmKernel::coopmat2:
+      return caps.coopmat2;
+    case GemmKernel::coopmat:
+      return caps.coopmat && caps.f16_fragment().has_value();
+    case GemmKernel::plain:
+      return true;
+  }
+  return false;
+}
+
 GemmKernel default_gemm_kernel(const Context& ctx) {
   const Caps& caps = ctx.caps();
-  const bool coopmat = caps.coopmat && caps.f16_fragment().has_value() && !env_is("VKBLR_MM_COOPMAT", "0");
+  const bool coopmat = device_has_gemm_kernel(caps, GemmKernel::coopmat) && !env_is("VKBLR_MM_COOPMAT", "0");
   // coopmat2 only when asked: on the H200 (driver 580, 2026-12-02) it ran
-  // the plane mode as fast as the KHR kernel and the bitmap modes slower
-  // (docs/benchmarks.md)
-  if (coopmat && caps.coopmat2 && env_is("VKBLR_MM_COOPMAT2", "1")) return GemmKernel::coopmat2;
+  // the plane mode 7–20 % faster than the KHR kernel but the bitmap modes
+  // mostly slower, and the blr step 10–16 % slower (docs/benchmarks.md)
+  if (coopmat && device_has_gemm_kernel(caps, GemmKernel::coopmat2) && env_is("VKBLR_MM_COOPMAT2", "1")) {
+    return GemmKernel::coopmat2;
+  }
   return coopmat ? GemmKernel::coopmat : GemmKernel::plain;
 }
 
 std::string GemmTile::to_string() const {
   if (kernel == GemmKernel::coopmat2) {
-    return std::format("{}x{}x{} workgroup scope, subgroups {}x{}", bm, bn, bk, wm, wn);
+    return std::format("{}x{}x{} workgroup scope, subgroups {}x{}, unroll {}", bm, bn, bk, wm, wn, stages);
   }
   return std::format("{}x{}x{} {} {}x{} stages {}", bm, bn, bk, kernel == GemmKernel::coopmat ? "subgroups" : "threads",
                      wm, wn, stages);
