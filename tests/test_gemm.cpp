@@ -61,19 +61,6 @@ std::vector<float> run_gemm(Context& ctx, const Problem& p, const GemmShape& sha
   return v;
 }
 
-// Whether this device runs `kernel` (the tests of each kernel skip where not).
-bool has_kernel(const Context& ctx, GemmKernel kernel) {
-  switch (kernel) {
-    case GemmKernel::coopmat2:
-      return ctx.caps().coopmat2;
-    case GemmKernel::coopmat:
-      return ctx.caps().coopmat && ctx.caps().f16_fragment().has_value();
-    case GemmKernel::plain:
-      return true;
-  }
-  return false;
-}
-
 // The library's tile for `kernel` on p's shape.
 GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
   return gemm_tile_for(ctx, p.m, p.n, p.k, kernel);
@@ -83,7 +70,7 @@ GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
 std::vector<GemmKernel> device_kernels(const Context& ctx) {
   std::vector<GemmKernel> out;
   for (const GemmKernel k : {GemmKernel::coopmat2, GemmKernel::coopmat, GemmKernel::plain}) {
-    if (has_kernel(ctx, k)) out.push_back(k);
+    if (device_has_gemm_kernel(ctx.caps(), k)) out.push_back(k);
   }
   return out;
 }
@@ -116,29 +103,25 @@ GPU_TEST("gemm matches f64 in every mode and on every kernel", "[gemm]") {
 }
 
 GPU_TEST("the default GEMM kernel and its switches", "[gemm]") {
-  // the switches as this process was started with them, restored at the end
-  struct Restore {
-    std::optional<std::string> coopmat, coopmat2;
-    static void put(const char* name, const std::optional<std::string>& v) {
-      if (v) {
-        ::setenv(name, v->c_str(), 1);
+  // each switch unset here, as this process was started with it at the end
+  struct ScopedUnset {
+    const char* name;
+    std::optional<std::string> old;
+    explicit ScopedUnset(const char* n) : name(n) {
+      if (const char* v = std::getenv(name)) old = v;
+      ::unsetenv(name);
+    }
+    ~ScopedUnset() {
+      if (old) {
+        ::setenv(name, old->c_str(), 1);
       } else {
         ::unsetenv(name);
       }
     }
-    ~Restore() {
-      put("VKBLR_MM_COOPMAT", coopmat);
-      put("VKBLR_MM_COOPMAT2", coopmat2);
-    }
-  } restore;
-  const std::pair<const char*, std::optional<std::string>*> saved[] = {{"VKBLR_MM_COOPMAT", &restore.coopmat},
-                                                                      {"VKBLR_MM_COOPMAT2", &restore.coopmat2}};
-  for (const auto& [name, slot] : saved) {
-    if (const char* v = std::getenv(name)) *slot = v;
-    ::unsetenv(name);
-  }
+  };
+  const ScopedUnset coopmat_switch("VKBLR_MM_COOPMAT"), coopmat2_switch("VKBLR_MM_COOPMAT2");
   const Caps& c = ctx.caps();
-  const GemmKernel best = has_kernel(ctx, GemmKernel::coopmat) ? GemmKernel::coopmat : GemmKernel::plain;
+  const GemmKernel best = c.coopmat && c.f16_fragment() ? GemmKernel::coopmat : GemmKernel::plain;
   CHECK(default_gemm_kernel(ctx) == best);
   ::setenv("VKBLR_MM_COOPMAT2", "1", 1);
   CHECK(default_gemm_kernel(ctx) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
