@@ -265,6 +265,7 @@ Caps query_caps(VkPhysicalDevice physical) {
   c.timestamps = families[compute_queue_family(physical)].timestampValidBits > 0 && p.limits.timestampPeriod > 0;
 
   c.coopmat2 = query_coopmat2(physical, c);
+  c.kernel_statistics = has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   // The loader hands out a non-null trampoline for this query even when the
   // driver lacks the extension, and calling it then crashes: check first.
   if (has_device_extension(physical, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
@@ -296,7 +297,7 @@ ContextImpl::ContextImpl(const ContextOptions& options) {
   try {
     create_instance(options);
     pick_device(options);
-    create_device();
+    create_device(options.kernel_statistics || env("VKBLR_KERNEL_STATS") == "1");
     load_pipeline_cache(options);
     VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -413,7 +414,7 @@ void ContextImpl::pick_device(const ContextOptions& options) {
   queue_family = compute_queue_family(physical);
 }
 
-void ContextImpl::create_device() {
+void ContextImpl::create_device(bool want_kernel_statistics) {
   // What the device offers.
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop_have{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
@@ -426,6 +427,14 @@ void ContextImpl::create_device() {
   v12_have.pNext = &v13_have;
   const bool coop_ext = has_device_extension(physical, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (coop_ext) v13_have.pNext = &coop_have;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats_have{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const bool stats_ext =
+      want_kernel_statistics && has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (stats_ext) {
+    stats_have.pNext = have.pNext;
+    have.pNext = &stats_have;
+  }
   vkGetPhysicalDeviceFeatures2(physical, &have);
 
   auto need = [&](bool ok, const char* what) {
@@ -490,6 +499,16 @@ void ContextImpl::create_device() {
   }
   caps.coopmat2 = use_coop2;
   if (!use_coop2) caps.coopmat2_f16_shapes.clear();
+  // Compiler statistics (vkblr/kernel_stats.hpp), only when asked for.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  caps.kernel_statistics = stats_ext && stats_have.pipelineExecutableInfo;
+  if (caps.kernel_statistics) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    stats.pipelineExecutableInfo = VK_TRUE;
+    stats.pNext = features.pNext;
+    features.pNext = &stats;
+  }
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -719,7 +738,9 @@ const Kernel& ContextImpl::kernel(KernelId id, std::span<const SpecConstant> spe
   }
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
-    it = kernels_.emplace(std::move(key), std::make_unique<Kernel>(device, pipeline_cache, id, spec, options)).first;
+    KernelOptions with = options;
+    with.capture_statistics = caps.kernel_statistics;
+    it = kernels_.emplace(std::move(key), std::make_unique<Kernel>(device, pipeline_cache, id, spec, with)).first;
   }
   return *it->second;
 }

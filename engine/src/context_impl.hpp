@@ -86,7 +86,7 @@ class ContextImpl {
   void release() noexcept;
   void create_instance(const ContextOptions& options);
   void pick_device(const ContextOptions& options);
-  void create_device();
+  void create_device(bool want_kernel_statistics);
   void load_pipeline_cache(const ContextOptions& options);
   void save_pipeline_cache() noexcept;
   void ensure_staging(std::uint64_t bytes);

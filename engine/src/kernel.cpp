@@ -1,6 +1,7 @@
 #include "kernel.hpp"
 
 #include <algorithm>
+#include <format>
 
 #include "vkblr/dispatch.hpp"
 #include "vkblr/error.hpp"
@@ -66,6 +67,8 @@ Kernel::Kernel(VkDevice device, VkPipelineCache cache, KernelId id, std::span<co
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec_info;
     info.layout = layout_;
+    if (options.capture_statistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+    statistics_captured_ = options.capture_statistics;
     VKBLR_VK(vkCreateComputePipelines(device_, cache, 1, &info, nullptr, &pipeline_));
   } catch (...) {
     if (module) vkDestroyShaderModule(device_, module, nullptr);
@@ -84,6 +87,54 @@ void Kernel::destroy() noexcept {
   pipeline_ = VK_NULL_HANDLE;
   layout_ = VK_NULL_HANDLE;
   set_layout_ = VK_NULL_HANDLE;
+}
+
+namespace {
+
+std::string statistic_text(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+      return s.value.b32 ? "true" : "false";
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+      return std::format("{}", s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+      return std::format("{}", s.value.u64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
+      return std::format("{}", s.value.f64);
+    default:
+      return std::format("(format {})", static_cast<int>(s.format));
+  }
+}
+
+}  // namespace
+
+std::vector<KernelExecutableStatistics> Kernel::statistics() const {
+  require(statistics_captured_,
+          "kernel_statistics: kernel {} was built without statistics (set ContextOptions::kernel_statistics or "
+          "VKBLR_KERNEL_STATS=1; Caps::kernel_statistics says whether the device keeps them)",
+          name_);
+  VkPipelineInfoKHR pipeline{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pipeline.pipeline = pipeline_;
+  std::uint32_t n = 0;
+  VKBLR_VK(vkGetPipelineExecutablePropertiesKHR(device_, &pipeline, &n, nullptr));
+  std::vector<VkPipelineExecutablePropertiesKHR> props(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  VKBLR_VK(vkGetPipelineExecutablePropertiesKHR(device_, &pipeline, &n, props.data()));
+  std::vector<KernelExecutableStatistics> out;
+  for (std::uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    exe.pipeline = pipeline_;
+    exe.executableIndex = e;
+    std::uint32_t count = 0;
+    VKBLR_VK(vkGetPipelineExecutableStatisticsKHR(device_, &exe, &count, nullptr));
+    std::vector<VkPipelineExecutableStatisticKHR> stats(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    VKBLR_VK(vkGetPipelineExecutableStatisticsKHR(device_, &exe, &count, stats.data()));
+    KernelExecutableStatistics k{name_, props[e].name, {}};
+    for (std::uint32_t i = 0; i < count; ++i) {
+      k.values.push_back({stats[i].name, stats[i].description, statistic_text(stats[i])});
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 void Kernel::check(const Dispatch& d) const {
@@ -106,3 +157,12 @@ void Kernel::check(const Dispatch& d) const {
 }
 
 }  // namespace vkblr::detail
+
+namespace vkblr {
+
+std::vector<KernelExecutableStatistics> kernel_statistics(const Dispatch& d) {
+  require(d.kernel != nullptr, "kernel_statistics: dispatch '{}' has no kernel", d.name);
+  return d.kernel->statistics();
+}
+
+}  // namespace vkblr

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "spirv_reflect.hpp"
+#include "vkblr/kernel_stats.hpp"
 #include "vk.hpp"
 #include "vkblr_generated/kernel_ids.hpp"
 
@@ -33,6 +34,9 @@ struct KernelOptions {
   // kernels ask for the device's subgroup size and full subgroups.
   std::uint32_t subgroup_size = 0;
   bool full_subgroups = false;
+  // Create the pipeline with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+  // (the context sets this when it enabled VK_KHR_pipeline_executable_properties).
+  bool capture_statistics = false;
 };
 
 class Kernel {
@@ -50,6 +54,10 @@ class Kernel {
   VkPipelineLayout layout() const noexcept { return layout_; }
   const ReflectedModule& interface() const noexcept { return iface_; }
 
+  // The driver's compiler statistics, per executable; throws vkblr::Error
+  // when the pipeline was created without capture_statistics.
+  std::vector<KernelExecutableStatistics> statistics() const;
+
   // Throws vkblr::Error when `d` does not fit this kernel: push-constant size,
   // a slot the shader lacks, a write-capable slot declared read-only.
   void check(const Dispatch& d) const;
@@ -64,6 +72,7 @@ class Kernel {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
+  bool statistics_captured_ = false;
 };
 
 }  // namespace vkblr::detail

@@ -87,6 +87,11 @@ std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptio
         try {
           vkblr::check_gemm_tile(ctx, tile);
           const vkblr::Ops ops = vkblr::gemm(ctx, act, b, mode, result, {m, n, k}, &tile);
+          if (o.stats) {
+            for (auto& e : vkblr::kernel_statistics(ops.front())) {
+              r.kernel_stats.insert(r.kernel_stats.end(), e.values.begin(), e.values.end());
+            }
+          }
           r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(ops); });
           r.tflops = 2.0 * m * n * k / (r.stats.median_ms * 1e-3) / 1e12;
           r.cublas_tflops = cublas_reference(m, n, k);
@@ -124,6 +129,7 @@ std::string format_gemm_result(const GemmResult& r) {
                               r.stats.reps, r.tflops);
   if (r.cublas_tflops > 0) s += std::format(" = {:.2f}x cuBLAS ({:.0f})", r.tflops / r.cublas_tflops, r.cublas_tflops);
   if (r.check_error >= 0) s += std::format(" check {:.1e} {}", r.check_error, r.check_error < 1e-4 ? "ok" : "FAIL");
+  for (const auto& st : r.kernel_stats) s += std::format("\n    {}: {}", st.name, st.value);
   return s;
 }
 
@@ -142,6 +148,10 @@ nlohmann::json to_json(const GemmResult& r) {
   if (r.cublas_tflops > 0) {
     j["cublas_tflops"] = r.cublas_tflops;
     j["vs_cublas"] = r.tflops / r.cublas_tflops;
+  }
+  if (!r.kernel_stats.empty()) {
+    j["kernel_stats"] = nlohmann::json::object();
+    for (const auto& st : r.kernel_stats) j["kernel_stats"][st.name] = st.value;
   }
   return j;
 }

@@ -23,6 +23,7 @@ struct GemmBenchOptions {
   std::uint32_t reps = 30;
   bool quiet = false;
   bool check = false;  // compare sampled outputs with an f64 host product
+  bool stats = false;  // report the GEMM kernel's compiler statistics (needs Caps::kernel_statistics)
 };
 
 struct GemmResult {
@@ -31,6 +32,7 @@ struct GemmResult {
   Stats stats;
   double tflops = 0, cublas_tflops = 0;
   double check_error = -1;  // sampled max |out - ref| / rms(ref); -1 = not checked
+  std::vector<vkblr::KernelStatistic> kernel_stats;  // of the main GEMM dispatch, with --stats
 };
 
 std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptions& options);

@@ -1,7 +1,7 @@
 // vkblr-bench — GPU timings of vkblr's kernels (GPU timestamps, medians).
 //
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
-//                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check]
+//                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check] [--stats]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   gemm->add_option("--reps", gopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
   gemm->add_option("--warmup", gopt.warmup, "untimed runs of the whole batch first");
   gemm->add_flag("--check", gopt.check, "compare 256 sampled outputs of each case with an f64 host product");
+  gemm->add_flag("--stats", gopt.stats,
+                 "the driver's compiler statistics of each GEMM kernel (registers, spills; "
+                 "VK_KHR_pipeline_executable_properties)");
 
   CLI::App* blr = app.add_subcommand("blr", "blr layer step times (forward + backward + sign gradients)");
   std::vector<std::string> cases;
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
   try {
     vkblr::ContextOptions copt;
     copt.validation = validate;
+    copt.kernel_statistics = gopt.stats;
     vkblr::Context ctx(copt);
     const vkblr::Caps& caps = ctx.caps();
     nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},

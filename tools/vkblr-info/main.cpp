@@ -41,6 +41,7 @@ nlohmann::json to_json(const vkblr::Caps& c) {
       {"device_local_bytes", c.device_local_bytes},
       {"timestamps", c.timestamps},
       {"timestamp_period_ns", c.timestamp_period_ns},
+      {"kernel_statistics", c.kernel_statistics},
       {"cooperative_matrix", !c.coopmat_shapes.empty()},
       {"cooperative_matrix2_nv", c.coopmat2},
       {"cooperative_matrix2_f16_workgroup_shapes", flexible},
@@ -63,6 +64,8 @@ std::string to_text(std::size_t index, const vkblr::Caps& c) {
   s += std::format("  device-local memory {:.1f} GiB, storage range {} B, timestamps {}\n",
                    static_cast<double>(c.device_local_bytes) / (1u << 30), c.max_storage_buffer_range,
                    c.timestamps ? std::format("{} ns/tick", c.timestamp_period_ns) : std::string("no"));
+  s += std::format("  kernel compiler statistics (VK_KHR_pipeline_executable_properties): {}\n",
+                   c.kernel_statistics ? "yes" : "no");
   if (c.coopmat_shapes.empty()) {
     s += "  cooperative matrices: none (plain shared-memory GEMM)\n";
   } else {

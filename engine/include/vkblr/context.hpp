@@ -75,6 +75,10 @@ struct Caps {
   };
   std::vector<FlexibleShape> coopmat2_f16_shapes;
   std::vector<CoopMatShape> coopmat_shapes;
+  // Kernels keep their compiler statistics (ContextOptions::kernel_statistics
+  // asked for them and the device has VK_KHR_pipeline_executable_properties);
+  // from list_devices(): the device could.
+  bool kernel_statistics = false;
   bool timestamps = false;          // compute queue writes timestamps
   double timestamp_period_ns = 0;   // nanoseconds per timestamp tick
 
@@ -97,6 +101,12 @@ struct ContextOptions {
   // $XDG_CACHE_HOME/vkblr (or ~/.cache/vkblr); "-" = no file.
   // VKBLR_PIPELINE_CACHE=0 also disables it.
   std::string pipeline_cache_dir;
+  // Keep the driver's compiler statistics of every kernel (registers,
+  // spills, ... as the driver names them; kernel_statistics() in
+  // vkblr/kernel_stats.hpp) through VK_KHR_pipeline_executable_properties,
+  // where the device has it (Caps::kernel_statistics says). Also
+  // VKBLR_KERNEL_STATS=1. Off by default: drivers may compile slower.
+  bool kernel_statistics = false;
 };
 
 class Context {

@@ -7,6 +7,7 @@
 #include "vkblr/dispatch.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/half.hpp"
+#include "vkblr/kernel_stats.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/profiler.hpp"
