@@ -7,8 +7,8 @@
 //   B: plane / bits_n: B[n0 .. n0+BN)[k0 .. k0+BK) -> B region, rows of SB = BK + 8
 //      bits_t: Bᵀ[k0 .. k0+BK)[n0 .. n0+BN)        -> B region, rows of SBT = BN + 8
 // with 16-byte global loads (uvec4 = 8 halves) and, for bitmaps, one 32-bit
-// word read per 32 signs and expanded to ±1 halves while stored (no plane in
-// device memory). Rows are padded by 16 bytes so that the 16-byte fragment
+// word read per 32 signs (per 16 for bits_n when BK = 16) and expanded to
+// ±1 halves while stored (no plane in device memory). Rows are padded by 16 bytes so that the 16-byte fragment
 // loads of 8 consecutive rows hit distinct shared-memory banks. Elements
 // past m, n or k are staged as zeros (a bitmap word out of range is never
 // expanded: zero is not a sign).
@@ -24,7 +24,10 @@ const uint A_TILE_VECS = BM * SA / 8;
 const uint B_TILE_VECS = (B_MODE == GEMM_B_BITS_T) ? (BK * SBT / 8) : (BN * SB / 8);
 const uint A_LOADS = BM * BK / 8 / WG_SIZE;  // uvec4 per invocation (C++ checks divisibility)
 const uint B_PLANE_LOADS = BN * BK / 8 / WG_SIZE;
-const uint B_WORDS = BN * BK / 32;           // bitmap words per tile
+// bits_n reads KCHUNK signs of a row per word (all 32 unless BK = 16);
+// bits_t always 32 of a K row.
+const uint KCHUNK = (B_MODE == GEMM_B_BITS_N && BK < 32) ? BK : 32;
+const uint B_WORDS = BN * BK / KCHUNK;       // bitmap words read per tile
 const uint B_WORD_LOADS = (B_WORDS + WG_SIZE - 1) / WG_SIZE;
 const uint B_LOADS = (B_MODE == GEMM_B_PLANE) ? B_PLANE_LOADS : B_WORD_LOADS;
 
@@ -66,18 +69,20 @@ void load_tile(uint m0, uint n0, uint k0) {
       const uint v = tid + i * WG_SIZE;
       bool ok = v < B_WORDS;
       uint index = 0;
-      if (B_MODE == GEMM_B_BITS_N) {  // tile row = n, 32 k per word
-        const uint n = n0 + v / (BK / 32);
-        const uint kk = k0 + (v % (BK / 32)) * 32;
+      uint shift = 0;
+      if (B_MODE == GEMM_B_BITS_N) {  // tile row = n, KCHUNK k per word
+        const uint n = n0 + v / (BK / KCHUNK);
+        const uint kk = k0 + (v % (BK / KCHUNK)) * KCHUNK;
         ok = ok && n < pc.n && kk < pc.k;
         index = n * pc.ldb + kk / 32;
+        shift = kk % 32;
       } else {  // tile row = k, 32 n per word
         const uint kk = k0 + v / (BN / 32);
         const uint n = n0 + (v % (BN / 32)) * 32;
         ok = ok && kk < pc.k && n < pc.n;
         index = kk * pc.ldb + n / 32;
       }
-      b_regs[i] = uvec4(ok ? bits[index] : 0u, ok ? 1u : 0u, 0u, 0u);
+      b_regs[i] = uvec4(ok ? bits[index] >> shift : 0u, ok ? 1u : 0u, 0u, 0u);
     }
   }
 }
@@ -104,13 +109,13 @@ void store_tile(uint stage) {
       if (v < B_WORDS) {
         uint first;  // first half of the word's 32 in the B region
         if (B_MODE == GEMM_B_BITS_N) {
-          first = (v / (BK / 32)) * SB + (v % (BK / 32)) * 32;
+          first = (v / (BK / KCHUNK)) * SB + (v % (BK / KCHUNK)) * KCHUNK;
         } else {
           first = (v / (BN / 32)) * SBT + (v % (BN / 32)) * 32;
         }
         const uint w = b_regs[i].x;
         const bool ok = b_regs[i].y != 0u;
-        [[unroll]] for (uint q = 0; q < 4; ++q) {
+        [[unroll]] for (uint q = 0; q < KCHUNK / 8; ++q) {
           smem[b_base + first / 8 + q] = ok ? expand8(w >> (8 * q)) : uvec4(0);
         }
       }

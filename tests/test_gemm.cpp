@@ -283,6 +283,45 @@ GPU_TEST("split-K: every K range once, bitmaps ≡ plane, ldo/ocol, accumulate, 
   }
 }
 
+GPU_TEST("K tiles of 16: half bitmap words, f64, bitmaps ≡ plane, split-K layers from mid-word", "[gemm]") {
+  // bits_n reads 16 signs per word read (a word's low or high half); the
+  // split-K layers of 3 K tiles start at k = 48, 96, ...: on odd halves
+  // (the cooperative-matrix kernel: the plain one's 256 invocations need
+  // K tiles of 32 to share the loads)
+  const GemmKernel kernel = GemmKernel::coopmat;
+  if (!device_has_gemm_kernel(ctx.caps(), kernel)) return;  // (lavapipe and the H200 have it)
+  const std::uint32_t m = 70, n = 96, k = 160;
+  GemmTile tile = gemm_tile_for(ctx, m, n, k, kernel);
+  tile.bk = 16;
+  for (const std::uint32_t stages : {1u, 2u}) {
+    tile.stages = stages;
+    INFO(tile.to_string());
+    REQUIRE_NOTHROW(check_gemm_tile(ctx, tile));
+    for (const std::uint32_t splits : {1u, 4u}) {
+      for (const GemmB mode : {GemmB::plane, GemmB::bits_n, GemmB::bits_t}) {
+        INFO(to_string(mode) << ", " << splits << " layers");
+        const Problem ints = make_problem(ctx, m, n, k, mode, 110 + splits, true);
+        const auto exact = run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, &tile);
+        const auto want_ints = vkt::matmul_nt(ints.act, ints.plane, m, n, k);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < want_ints.size(); ++i) bad += exact[i] != static_cast<float>(want_ints[i]);
+        CHECK(bad == 0);
+
+        const Problem p = make_problem(ctx, m, n, k, mode, 120 + splits);
+        const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+        const auto got = run_gemm(ctx, p, shape, &tile);
+        CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+        if (mode != GemmB::plane) {
+          Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 120 + splits);
+          plane.act_buf = ctx.upload(to_f16(p.act));
+          plane.b_buf = ctx.upload(to_f16(p.plane));
+          CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, plane, shape, &tile)) == 0);
+        }
+      }
+    }
+  }
+}
+
 GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]") {
   const Problem p = make_problem(ctx, 64, 64, 4096, GemmB::plane, 5);
   Buffer out = ctx.buffer(64 * 64 * 4);

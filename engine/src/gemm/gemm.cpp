@@ -61,8 +61,8 @@ std::string tile_problem(const Caps& caps, const GemmTile& t) {
     return std::format("gemm tile {}: stages must be 1 or 2", s);
   }
   if (t.bm % t.wm != 0 || t.bn % t.wn != 0) return std::format("gemm tile {}: bm, bn must be multiples of wm, wn", s);
-  if (t.bk % 32 != 0 || t.bn % 32 != 0) {
-    return std::format("gemm tile {}: bk and bn must be multiples of 32 (bitmap words)", s);
+  if (t.bk % 16 != 0 || t.bn % 32 != 0) {
+    return std::format("gemm tile {}: bk must be a multiple of 16 and bn of 32 (bitmap words)", s);
   }
   if (!device_has_gemm_kernel(caps, t.kernel)) {
     return std::format("gemm tile {}: device {} has no {}", s, caps.device_name,
