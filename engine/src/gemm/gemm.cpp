@@ -202,8 +202,10 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (f.m >= 16 && sg >= 32) {
     // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
     // tile would leave most of the device idle
-    // (H200 sweeps 2026-12-02, docs/runs/: one stage beat two by 15–40 %;
-    // 128×256, 256×128 and BK 64 lost too)
+    // (H200 sweeps 2026-12-02/03, docs/benchmarks.md: one stage beat two by
+    // 15–40 % — past 24 KiB of shared memory one workgroup per
+    // multiprocessor, and two stages of K 16 within 24 KiB lost too;
+    // 128×256, 256×128 and BK 64 lost)
     if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, kernel};
     return {64, 64, 32, 32, 32, 2, kernel};
   }
