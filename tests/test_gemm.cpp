@@ -61,6 +61,22 @@ std::vector<float> run_gemm(Context& ctx, const Problem& p, const GemmShape& sha
   return v;
 }
 
+// Outputs that differ from the exact product of p's operands (for
+// small-integer problems, whose every f32 summation order is exact).
+std::size_t inexact_outputs(const std::vector<float>& got, const Problem& p) {
+  const auto want = vkt::matmul_nt(p.act, p.plane, p.m, p.n, p.k);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != static_cast<float>(want[i]);
+  return bad;
+}
+
+// The plane-mode twin of a bitmap problem: the same activations, the
+// bitmap expanded to ±1 on the host.
+Problem expanded_twin(Context& ctx, const Problem& bits) {
+  return Problem{bits.m,    bits.n,     bits.k, GemmB::plane, bits.act, bits.plane, ctx.upload(to_f16(bits.act)),
+                 ctx.upload(to_f16(bits.plane))};
+}
+
 // The library's tile for `kernel` on p's shape.
 GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
   return gemm_tile_for(ctx, p.m, p.n, p.k, kernel);
@@ -136,11 +152,8 @@ GPU_TEST("gemm is exact on small integers", "[gemm]") {
   const Problem p = make_problem(ctx, 77, 64, 96, mode, 7, true);
   const GemmTile tile = tile_of(ctx, p, kernel);
   const auto got = run_gemm(ctx, p, {77, 64, 96}, &tile);
-  const auto want = vkt::matmul_nt(p.act, p.plane, 77, 64, 96);
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) bad += got[i] != static_cast<float>(want[i]);
   INFO(to_string(mode) << " " << to_string(kernel));
-  CHECK(bad == 0);
+  CHECK(inexact_outputs(got, p) == 0);
 }
 
 GPU_TEST("gemm bitmaps equal the expanded plane bit for bit", "[gemm]") {
@@ -150,9 +163,7 @@ GPU_TEST("gemm bitmaps equal the expanded plane bit for bit", "[gemm]") {
     const std::uint32_t n = m == 150 ? 96 : 512, k = 128;
     for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
       const Problem bits = make_problem(ctx, m, n, k, mode, 21);
-      Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 21);
-      plane.act_buf = ctx.upload(to_f16(bits.act));
-      plane.b_buf = ctx.upload(to_f16(bits.plane));  // the bitmap expanded on the host
+      const Problem plane = expanded_twin(ctx, bits);
       const GemmShape shape{m, n, k, 0, 0, 0, 0.25f, false};
       const GemmTile tile = tile_of(ctx, bits, kernel);
       const auto a = run_gemm(ctx, bits, shape, &tile);
@@ -234,11 +245,7 @@ GPU_TEST("split-K: every K range once, bitmaps ≡ plane, ldo/ocol, accumulate, 
       // small integers: every order of summation gives the exact sum, so a
       // K range summed twice or missed shows as a wrong value
       const Problem ints = make_problem(ctx, m, n, k, mode, 70 + splits, true);
-      const auto exact = run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, tile);
-      const auto want_ints = vkt::matmul_nt(ints.act, ints.plane, m, n, k);
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < want_ints.size(); ++i) bad += exact[i] != static_cast<float>(want_ints[i]);
-      CHECK(bad == 0);
+      CHECK(inexact_outputs(run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, tile), ints) == 0);
 
       const Problem p = make_problem(ctx, m, n, k, mode, 80 + splits);
       const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
@@ -246,10 +253,7 @@ GPU_TEST("split-K: every K range once, bitmaps ≡ plane, ldo/ocol, accumulate, 
       CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
       CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, tile)) == 0);  // run after run
       if (mode != GemmB::plane) {  // the bitmap expanded on the host, the same layers
-        Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 80 + splits);
-        plane.act_buf = ctx.upload(to_f16(p.act));
-        plane.b_buf = ctx.upload(to_f16(p.plane));
-        CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, plane, shape, tile)) == 0);
+        CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, expanded_twin(ctx, p), shape, tile)) == 0);
       }
 
       // a column block of a wider output, accumulated onto a prior value:
@@ -301,21 +305,14 @@ GPU_TEST("K tiles of 16: half bitmap words, f64, bitmaps ≡ plane, split-K laye
       for (const GemmB mode : {GemmB::plane, GemmB::bits_n, GemmB::bits_t}) {
         INFO(to_string(mode) << ", " << splits << " layers");
         const Problem ints = make_problem(ctx, m, n, k, mode, 110 + splits, true);
-        const auto exact = run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, &tile);
-        const auto want_ints = vkt::matmul_nt(ints.act, ints.plane, m, n, k);
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < want_ints.size(); ++i) bad += exact[i] != static_cast<float>(want_ints[i]);
-        CHECK(bad == 0);
+        CHECK(inexact_outputs(run_gemm(ctx, ints, {m, n, k, 0, 0, 0, 1.0f, false, splits}, &tile), ints) == 0);
 
         const Problem p = make_problem(ctx, m, n, k, mode, 120 + splits);
         const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
         const auto got = run_gemm(ctx, p, shape, &tile);
         CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
         if (mode != GemmB::plane) {
-          Problem plane = make_problem(ctx, m, n, k, GemmB::plane, 120 + splits);
-          plane.act_buf = ctx.upload(to_f16(p.act));
-          plane.b_buf = ctx.upload(to_f16(p.plane));
-          CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, plane, shape, &tile)) == 0);
+          CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, expanded_twin(ctx, p), shape, &tile)) == 0);
         }
       }
     }
