@@ -8,8 +8,9 @@
 //      bits_t: Bᵀ[k0 .. k0+BK)[n0 .. n0+BN)        -> B region, rows of SBT = BN + 8
 // with 16-byte global loads (uvec4 = 8 halves) and, for bitmaps, one 32-bit
 // word read per 32 signs (per 16 for bits_n when BK = 16) and expanded to
-// ±1 halves while stored (no plane in device memory). Rows are padded by 16 bytes so that the 16-byte fragment
-// loads of 8 consecutive rows hit distinct shared-memory banks. Elements
+// ±1 halves while stored (no plane in device memory). Rows are padded by 16
+// bytes so that the 16-byte fragment loads of 8 consecutive rows hit
+// distinct shared-memory banks. Elements
 // past m, n or k are staged as zeros (a bitmap word out of range is never
 // expanded: zero is not a sign).
 //
@@ -107,7 +108,7 @@ void store_tile(uint stage) {
     [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
       const uint v = tid + i * WG_SIZE;
       if (v < B_WORDS) {
-        uint first;  // first half of the word's 32 in the B region
+        uint first;  // first half of the word's signs in the B region
         if (B_MODE == GEMM_B_BITS_N) {
           first = (v / (BK / KCHUNK)) * SB + (v % (BK / KCHUNK)) * KCHUNK;
         } else {

@@ -429,8 +429,7 @@ void ContextImpl::create_device(bool want_kernel_statistics) {
   if (coop_ext) v13_have.pNext = &coop_have;
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats_have{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  const bool stats_ext =
-      want_kernel_statistics && has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  const bool stats_ext = want_kernel_statistics && caps.kernel_statistics;  // query_caps: the extension is there
   if (stats_ext) {
     stats_have.pNext = have.pNext;
     have.pNext = &stats_have;
