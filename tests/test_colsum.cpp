@@ -5,6 +5,7 @@
 // sums against f64: relative (Frobenius over the k sums) < 1e-5.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cstring>
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
@@ -243,6 +244,39 @@ GPU_TEST("colsum_fused_t equals colsum_fused plus cvt_t bit for bit", "[ops]") {
       CHECK(vkt::count_bit_diffs(halves(transposed, n), halves(cvt_t_out, n)) == 0);
     }
   }
+}
+
+GPU_TEST("reductions in different scratch lanes share their barriers and keep their bits", "[ops]") {
+  // two reductions of one shape: in one lane they share the partials and run
+  // one after the other; in two lanes both first passes, then both second
+  // passes, run side by side
+  const Inputs in0(ctx, Shape{300, 200}, 40), in1(ctx, Shape{300, 200}, 50);
+  auto reduce = [&](std::uint32_t lane1, std::uint32_t& barriers) {
+    Buffer sum0 = ctx.upload(in0.init), sum1 = ctx.upload(in1.init);
+    const Ops r0 = ops::colsum_prod(ctx, in0.ba, in0.bb, sum0, in0.m, in0.k);
+    const Ops r1 = ops::colsum_prod(ctx, in1.ba, in1.bb, sum1, in1.m, in1.k, lane1);
+    REQUIRE(r0.size() == 2);
+    REQUIRE(r1.size() == 2);
+    Recorder rec(ctx);
+    if (lane1 == 0) {
+      rec.add(r0).add(r1);
+    } else {
+      rec.add(r0[0]).add(r1[0]).add(r0[1]).add(r1[1]);
+    }
+    barriers = rec.barriers();
+    rec.run();
+    return std::pair{words(sum0, in0.k), words(sum1, in1.k)};
+  };
+  std::uint32_t one_lane = 0, two_lanes = 0;
+  const auto [a0, a1] = reduce(0, one_lane);
+  const auto [b0, b1] = reduce(1, two_lanes);
+  CHECK(one_lane == 3);
+  CHECK(two_lanes == 1);
+  CHECK(vkt::count_bit_diffs(a0, b0) == 0);
+  CHECK(vkt::count_bit_diffs(a1, b1) == 0);
+  std::vector<float> got1(in1.k);
+  std::memcpy(got1.data(), b1.data(), got1.size() * 4);
+  CHECK(vkt::rel_error(got1, host_colsum(in1, ops::ColTerm::Kind::prod, true)) < kSumTolerance);
 }
 
 TEST_CASE("colsum predicates say which forms take a shape", "[ops]") {

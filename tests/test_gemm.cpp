@@ -6,12 +6,12 @@
 #include <catch2/generators/catch_generators_range.hpp>
 #include <bit>
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "support/gemm_ref.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/scoped_env.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -120,29 +120,14 @@ GPU_TEST("gemm matches f64 in every mode and on every kernel", "[gemm]") {
 
 GPU_TEST("the default GEMM kernel and its switches", "[gemm]") {
   // each switch unset here, as this process was started with it at the end
-  struct ScopedUnset {
-    const char* name;
-    std::optional<std::string> old;
-    explicit ScopedUnset(const char* n) : name(n) {
-      if (const char* v = std::getenv(name)) old = v;
-      ::unsetenv(name);
-    }
-    ~ScopedUnset() {
-      if (old) {
-        ::setenv(name, old->c_str(), 1);
-      } else {
-        ::unsetenv(name);
-      }
-    }
-  };
-  const ScopedUnset coopmat_switch("VKBLR_MM_COOPMAT"), coopmat2_switch("VKBLR_MM_COOPMAT2");
+  const vkt::ScopedEnv coopmat_switch("VKBLR_MM_COOPMAT", nullptr), coopmat2_switch("VKBLR_MM_COOPMAT2", nullptr);
   const Caps& c = ctx.caps();
   const GemmKernel best = c.coopmat && c.f16_fragment() ? GemmKernel::coopmat : GemmKernel::plain;
   CHECK(default_gemm_kernel(ctx) == best);
-  ::setenv("VKBLR_MM_COOPMAT2", "1", 1);
+  coopmat2_switch.set("1");
   CHECK(default_gemm_kernel(ctx) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
   CHECK(gemm_tile_for(ctx, 512, 512, 512).kernel == default_gemm_kernel(ctx));
-  ::setenv("VKBLR_MM_COOPMAT", "0", 1);  // no cooperative matrices of either kind
+  coopmat_switch.set("0");  // no cooperative matrices of either kind
   CHECK(default_gemm_kernel(ctx) == GemmKernel::plain);
 }
 
@@ -180,17 +165,10 @@ GPU_TEST("VKBLR_MM_BITS=0 (expand + plane GEMM) equals the bitmap GEMM bit for b
     const Problem p = make_problem(ctx, m, n, k, mode, 25);
     const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false};
     const auto direct = run_gemm(ctx, p, shape);
-    ::setenv("VKBLR_MM_BITS", "0", 1);
+    const vkt::ScopedEnv bits_switch("VKBLR_MM_BITS", "0");
     Buffer scratch_out = ctx.buffer(std::size_t{m} * n * 4);
     const Ops expanded = gemm(ctx, p.act_buf, p.b_buf, mode, scratch_out, shape);
-    std::vector<float> via_plane;
-    try {
-      via_plane = run_gemm(ctx, p, shape);
-    } catch (...) {
-      ::unsetenv("VKBLR_MM_BITS");
-      throw;
-    }
-    ::unsetenv("VKBLR_MM_BITS");
+    const std::vector<float> via_plane = run_gemm(ctx, p, shape);
     INFO(to_string(mode));
     CHECK(expanded.size() == 2);  // expand + plane GEMM
     CHECK(vkt::count_bit_diffs(direct, via_plane) == 0);
@@ -333,18 +311,67 @@ GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]"
     CHECK(automatic == 1);  // small fragments, the plain kernel: never split by itself
   }
   CHECK(gemm_splits_for(ctx, tile, 4096, 4096, 4096) == 1);  // enough tiles
-  ::setenv("VKBLR_GEMM_SPLITK", "3", 1);
+  const vkt::ScopedEnv split_switch("VKBLR_GEMM_SPLITK", "3");
   const std::uint32_t forced = gemm_splits_for(ctx, tile, 4096, 4096, 4096);
-  ::setenv("VKBLR_GEMM_SPLITK", "0", 1);
+  split_switch.set("0");
   std::string message;
   try {
     (void)gemm_splits_for(ctx, tile, 64, 64, 4096);
   } catch (const Error& e) {
     message = e.what();
   }
-  ::unsetenv("VKBLR_GEMM_SPLITK");
   CHECK(forced == 3);
   CHECK(message.find("VKBLR_GEMM_SPLITK=0") != std::string::npos);
+}
+
+GPU_TEST("split-K GEMMs in different scratch lanes share their barriers and keep their bits", "[gemm]") {
+  // two products of one size, 4 layers each: in one lane they share the
+  // workspace, so they run one after the other; in two lanes their layers
+  // and then their reduces run side by side
+  const std::uint32_t m = 96, n = 64, k = 512;
+  const Problem p0 = make_problem(ctx, m, n, k, GemmB::bits_n, 31), p1 = make_problem(ctx, m, n, k, GemmB::plane, 32);
+  const auto alone0 = run_gemm(ctx, p0, {.m = m, .n = n, .k = k, .k_splits = 4});
+  const auto alone1 = run_gemm(ctx, p1, {.m = m, .n = n, .k = k, .k_splits = 4});
+  auto together = [&](std::uint32_t lane1, std::uint32_t& barriers) {
+    Buffer out0 = ctx.buffer(std::size_t{m} * n * 4), out1 = ctx.buffer(std::size_t{m} * n * 4);
+    out0.fill(vkt::kPoison32);
+    out1.fill(vkt::kPoison32);
+    const Ops g0 = gemm(ctx, p0.act_buf, p0.b_buf, p0.mode, out0, {.m = m, .n = n, .k = k, .k_splits = 4});
+    const Ops g1 =
+        gemm(ctx, p1.act_buf, p1.b_buf, p1.mode, out1, {.m = m, .n = n, .k = k, .k_splits = 4, .lane = lane1});
+    REQUIRE(g0.size() == 2);
+    REQUIRE(g1.size() == 2);
+    Recorder rec(ctx);
+    if (lane1 == 0) {
+      rec.add(g0).add(g1);
+    } else {
+      rec.add(g0[0]).add(g1[0]).add(g0[1]).add(g1[1]);  // layers, then reduces
+    }
+    barriers = rec.barriers();
+    rec.run();
+    return std::pair{out0.download<float>(), out1.download<float>()};
+  };
+  std::uint32_t one_lane = 0, two_lanes = 0;
+  const auto [a0, a1] = together(0, one_lane);
+  const auto [b0, b1] = together(1, two_lanes);
+  CHECK(one_lane == 3);   // layers 0 | reduce 0 | layers 1 (same workspace) | reduce 1
+  CHECK(two_lanes == 1);  // layers 0 and 1 | reduces
+  CHECK(vkt::count_bit_diffs(a0, alone0) == 0);
+  CHECK(vkt::count_bit_diffs(a1, alone1) == 0);
+  CHECK(vkt::count_bit_diffs(b0, alone0) == 0);
+  CHECK(vkt::count_bit_diffs(b1, alone1) == 0);
+  CHECK(vkt::rel_error(b1, vkt::matmul_nt(p1.act, p1.plane, m, n, k)) < 1e-5);
+
+  // the automatic choice shares the device among GEMMs side by side
+  const GemmTile tile = gemm_tile_for(ctx, 64, 64, 4096);
+  const auto f = ctx.caps().f16_fragment();
+  if (tile.kernel != GemmKernel::plain && f && f->m >= 16) {
+    CHECK(gemm_splits_for(ctx, tile, 64, 64, 4096, 2) == 8);    // 2 tiles: 128 groups each, K caps at 8
+    CHECK(gemm_splits_for(ctx, tile, 4096, 512, 1024, 1) == 2);  // 128 tiles alone
+    CHECK(gemm_splits_for(ctx, tile, 4096, 512, 1024, 2) == 1);  // 2 × 128 tiles fill it
+  } else {
+    CHECK(gemm_splits_for(ctx, tile, 64, 64, 4096, 2) == 1);
+  }
 }
 
 GPU_TEST("gemm on f32 data staged by cvt stays within f16 tolerance", "[gemm]") {

@@ -38,6 +38,12 @@
 // the layers in order and applies oscale / accumulate. Deterministic for a
 // given s; results differ from s = 1 only by f32 summation order.
 // VKBLR_GEMM_SPLITK=s forces s for every automatic choice.
+//
+// Scratch lanes: the split-K workspace (and VKBLR_MM_BITS=0's expanded
+// plane) is a context scratch buffer per size and per GemmShape::lane.
+// GEMMs of one lane that need the same size share it, so the Recorder puts
+// a barrier between them; GEMMs in different lanes can run side by side.
+// Each lane in use costs its own workspaces.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +68,12 @@ struct GemmShape {
   // Split-K layers: 0 = automatic (gemm_splits_for), 1 = none, s > 1 = K cut
   // into s ranges of whole K tiles (fewer when K has fewer tiles).
   std::uint32_t k_splits = 0;
+  // Scratch lane of the split-K workspace / expanded plane (see above).
+  std::uint32_t lane = 0;
+  // GEMMs of about this size the caller records to run side by side (in
+  // different lanes, between the same barriers), this one included: the
+  // automatic split-K fills the device with all of them, not this one alone.
+  std::uint32_t side_by_side = 1;
 };
 
 enum class GemmKernel : std::uint32_t { plain = 0, coopmat = 1, coopmat2 = 2 };
@@ -90,11 +102,11 @@ struct GemmTile {
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k);
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel);
 // The split-K layers vkblr uses for this shape and tile (VKBLR_GEMM_SPLITK
-// honoured): on devices with 16-wide fragments, 256 / tiles rounded (about
-// two workgroups per multiprocessor of a large GPU), each layer at least
-// 512 of K; elsewhere 1.
+// honoured): on devices with 16-wide fragments, 256 / (tiles · side_by_side)
+// rounded (about two workgroups per multiprocessor of a large GPU, shared by
+// the GEMMs that run together), each layer at least 512 of K; elsewhere 1.
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
-                              std::uint32_t k);
+                              std::uint32_t k, std::uint32_t side_by_side = 1);
 // Throws Error when `tile` cannot run on this device (shared memory,
 // invocations, divisibility), naming the broken rule.
 void check_gemm_tile(const Context& ctx, const GemmTile& tile);

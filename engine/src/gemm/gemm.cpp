@@ -215,7 +215,7 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
 }
 
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
-                              std::uint32_t k) {
+                              std::uint32_t k, std::uint32_t side_by_side) {
   if (const char* forced = std::getenv("VKBLR_GEMM_SPLITK"); forced && *forced) {
     const long s = std::strtol(forced, nullptr, 10);
     require(s >= 1 && s <= 64, "VKBLR_GEMM_SPLITK={}: expected 1..64", forced);
@@ -223,9 +223,13 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
   }
   const auto f = ctx.caps().f16_fragment();
   if (tile.kernel == GemmKernel::plain || !f || f->m < 16) return 1;
-  const std::uint64_t tiles = std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn);
+  const std::uint64_t tiles =
+      std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn) * std::max(1u, side_by_side);
   // H200 sweep (2026-12-02, docs/runs/): 32 tiles of K 4096 ran best as 8
-  // layers, 112 and 128 tiles as 2, from 224 tiles on splitting lost
+  // layers, 112 and 128 tiles as 2, from 224 tiles on splitting lost. GEMMs
+  // side by side count together: in the blr step with two paths side by
+  // side (2026-12-03) unsplit GEMMs beat 2 layers where 2 × 128 tiles ran
+  // together, and lost where 2 × 64 or 2 × 16 did
   constexpr std::uint64_t kTargetGroups = 256, kMinLayerK = 512;
   const std::uint64_t by_groups = std::max<std::uint64_t>(1, (kTargetGroups + tiles / 2) / tiles);
   const std::uint64_t by_k = std::max<std::uint64_t>(1, k / kMinLayerK);
@@ -272,7 +276,8 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   // plane GEMM runs with the same tile: the same products, the same bits.
   if (mode != GemmB::plane && env_is("VKBLR_MM_BITS", "0")) {
     const std::uint64_t bytes = std::uint64_t{n} * k * 2;
-    const Buffer& plane = ctx.impl().scratch("gemm_expanded_" + std::to_string(bytes), bytes);
+    const std::string name = "gemm_expanded_" + std::to_string(bytes);
+    const Buffer& plane = detail::lane_scratch(ctx, name, shape.lane, bytes);
     Ops ops{mode == GemmB::bits_n ? ops::expand_n(ctx, b, plane, n, k) : ops::expand_t(ctx, b, plane, k, n)};
     for (Dispatch& d : gemm(ctx, act, plane, GemmB::plane, out, shape, forced_tile)) ops.push_back(d);
     return ops;
@@ -331,7 +336,7 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   d.bind(mode == GemmB::plane ? 1 : 2, b, Access::read);
 
   // Split-K: layers of whole K tiles; one layer is the plain GEMM.
-  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k);
+  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k, shape.side_by_side);
   require(asked <= 64, "gemm: k_splits = {} (at most 64)", asked);
   const std::uint32_t k_tiles = detail::ceil_div(k, tile.bk);
   const std::uint32_t k_split = detail::ceil_div(k_tiles, std::min(asked, k_tiles)) * tile.bk;
@@ -343,7 +348,8 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   }
   const std::uint64_t layer_floats = std::uint64_t{m} * n;
   const std::uint64_t bytes = splits * layer_floats * 4;
-  const Buffer& ws = ctx.impl().scratch("gemm_splitk_" + std::to_string(bytes), bytes);
+  const std::string ws_name = "gemm_splitk_" + std::to_string(bytes);
+  const Buffer& ws = detail::lane_scratch(ctx, ws_name, shape.lane, bytes);
   GemmPush layers = p;
   layers.ldo = n;
   layers.ocol = 0;

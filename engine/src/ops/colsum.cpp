@@ -52,9 +52,11 @@ RowBlocks checked_blocks(const char* op, std::uint32_t m, std::uint32_t k) {
   return blocks;
 }
 
-// The context's partials buffer, always requested at its full size so that
-// every reduction gets the same buffer.
-const Buffer& partials(Context& ctx) { return ctx.impl().scratch("colsum_partials", kPartialFloats * 4); }
+// The context's partials buffer of scratch lane `lane`, always requested at
+// its full size so that every reduction of the lane gets the same buffer.
+const Buffer& partials(Context& ctx, std::uint32_t lane) {
+  return detail::lane_scratch(ctx, "colsum_partials", lane, kPartialFloats * 4);
+}
 
 ColsumPush push(std::uint32_t m, std::uint32_t k, RowBlocks blocks) {
   ColsumPush p{};
@@ -98,12 +100,12 @@ KernelId fused_kernel(Fuse::Kind kind, bool transposed) {
 
 // colsum and colsum_prod (errors name `op`).
 Ops reduce(Context& ctx, const char* op, const Buffer& a, const ColTerm& term, const Buffer& out, std::uint32_t m,
-           std::uint32_t k, bool accumulate) {
+           std::uint32_t k, bool accumulate, std::uint32_t lane) {
   const RowBlocks blocks = checked_blocks(op, m, k);
   const std::uint64_t elements = std::uint64_t{m} * k;
   need_bytes(op, "a", a, elements * 4);
   need_bytes(op, "out", out, std::uint64_t{k} * 4);
-  const Buffer& part = partials(ctx);
+  const Buffer& part = partials(ctx, lane);
   Dispatch pass1 = detail::make_dispatch(ctx, part_kernel(term.kind), "colsum_part");
   pass1.set_push(push(m, k, blocks)).bind(0, a, Access::read);
   if (term.kind != ColTerm::Kind::plain) {
@@ -124,7 +126,7 @@ Ops reduce(Context& ctx, const char* op, const Buffer& a, const ColTerm& term, c
 // colsum_fused (dst_t null) and colsum_fused_t: pass 1 with the fused op,
 // then pass 2 accumulating into sum.
 Ops fused(Context& ctx, const char* op, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m,
-          std::uint32_t k, const Fuse& fuse, const Buffer* dst_t) {
+          std::uint32_t k, const Fuse& fuse, const Buffer* dst_t, std::uint32_t lane) {
   const RowBlocks blocks = checked_blocks(op, m, k);
   const std::uint64_t elements = std::uint64_t{m} * k;
   if (dst_t) {
@@ -143,7 +145,7 @@ Ops fused(Context& ctx, const char* op, const Buffer& a, const Buffer& b, const 
   const bool scales = fuse.kind == Fuse::Kind::scale_b;
   need_bytes(op, "dst", *fuse.dst, elements * (scales ? 4 : 2));
 
-  const Buffer& part = partials(ctx);
+  const Buffer& part = partials(ctx, lane);
   ColsumPush p = push(m, k, blocks);
   p.accumulate = scales && fuse.accumulate ? 1 : 0;
   p.scale = fuse.scale;
@@ -175,22 +177,23 @@ bool colsum_fused_t_fits(std::uint32_t m, std::uint32_t k) noexcept {
 }
 
 Ops colsum(Context& ctx, const Buffer& a, const ColTerm& term, const Buffer& out, std::uint32_t m, std::uint32_t k,
-           bool accumulate) {
-  return reduce(ctx, "colsum", a, term, out, m, k, accumulate);
+           bool accumulate, std::uint32_t lane) {
+  return reduce(ctx, "colsum", a, term, out, m, k, accumulate, lane);
 }
 
-Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k) {
-  return reduce(ctx, "colsum_prod", a, ColTerm::prod(b), out, m, k, true);
+Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k,
+                std::uint32_t lane) {
+  return reduce(ctx, "colsum_prod", a, ColTerm::prod(b), out, m, k, true, lane);
 }
 
 Ops colsum_fused(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m, std::uint32_t k,
-                 const Fuse& fuse) {
-  return fused(ctx, "colsum_fused", a, b, sum, m, k, fuse, nullptr);
+                 const Fuse& fuse, std::uint32_t lane) {
+  return fused(ctx, "colsum_fused", a, b, sum, m, k, fuse, nullptr, lane);
 }
 
 Ops colsum_fused_t(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m,
-                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t) {
-  return fused(ctx, "colsum_fused_t", a, b, sum, m, k, fuse, &dst_t);
+                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t, std::uint32_t lane) {
+  return fused(ctx, "colsum_fused_t", a, b, sum, m, k, fuse, &dst_t, lane);
 }
 
 }  // namespace vkblr::ops

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 
 #include "../context_impl.hpp"
 #include "vkblr/context.hpp"
@@ -66,6 +67,13 @@ inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::
   d.kernel = &ctx.impl().kernel(id, spec, options);
   d.name = name;
   return d;
+}
+
+// The context scratch buffer `name` of scratch lane `lane` (lane 0: the
+// name itself), at least `bytes` long. Ops of one lane share it, so the
+// Recorder orders them; ops in different lanes can run side by side.
+inline const Buffer& lane_scratch(Context& ctx, const std::string& name, std::uint32_t lane, std::uint64_t bytes) {
+  return ctx.impl().scratch(lane == 0 ? name : name + ".lane" + std::to_string(lane), bytes);
 }
 
 }  // namespace vkblr::detail

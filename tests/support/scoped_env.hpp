@@ -1,0 +1,36 @@
+// An environment variable set (or unset) for one scope, restored after it
+// even when a check throws: for the VKBLR_* switches the engine reads while
+// recording.
+#pragma once
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace vkt {
+
+class ScopedEnv {
+ public:
+  // value = nullptr: unset for the scope.
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_ ? old_->c_str() : nullptr); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+  void set(const char* value) const {
+    if (value) {
+      ::setenv(name_.c_str(), value, 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace vkt
