@@ -7,6 +7,7 @@
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
+#include "support/scoped_env.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/profiler.hpp"
 
@@ -16,9 +17,10 @@ namespace {
 
 // A layer on the device with its scratch and input/output buffers.
 struct DeviceLayer {
-  DeviceLayer(Context& ctx, const vkt::HostLayer& host, std::uint32_t ntok_, bool sign_grads)
+  DeviceLayer(Context& ctx, const vkt::HostLayer& host, std::uint32_t ntok_, bool sign_grads,
+              std::uint32_t lanes = 2)
       : layer(make_blr_layer(ctx, host.m, host.n, host.r, host.init(), sign_grads)),
-        shared(ctx, ntok_, host.m, host.n, host.r),
+        shared(ctx, ntok_, host.m, host.n, host.r, lanes),
         scratch(ctx, layer, shared),
         ntok(ntok_) {
     y = ctx.buffer(std::size_t{ntok} * host.m * 4);
@@ -32,12 +34,14 @@ struct DeviceLayer {
   std::uint32_t ntok;
   Buffer y, dx;
 
-  // Forward and backward in one batch (one submit).
-  void step(Context& ctx, const Buffer& x, const Buffer& dy, const BlrBackward& options = {}) {
+  // Forward and backward in one batch (one submit); its barriers.
+  std::uint32_t step(Context& ctx, const Buffer& x, const Buffer& dy, const BlrBackward& options = {}) {
     Recorder rec(ctx);
     blr_forward(rec, ctx, layer, scratch, x, y, ntok);
     blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, options);
+    const std::uint32_t barriers = rec.barriers();
     rec.run();
+    return barriers;
   }
   void forward(Context& ctx, const Buffer& x) {
     Recorder rec(ctx);
@@ -210,17 +214,36 @@ GPU_TEST("bitmap GEMMs, staged forward and fused backward equal their plain form
   INFO("ntok " << ntok);
   CHECK(vkt::count_bit_diffs(run(false, false), reference) == 0);  // fused ≡ unfused
   CHECK(vkt::count_bit_diffs(run(true, true), reference) == 0);    // staged ≡ plain forward
-  ::setenv("VKBLR_MM_BITS", "0", 1);
-  std::vector<std::uint32_t> expanded;
-  try {
-    expanded = run(true, false);
-  } catch (...) {
-    ::unsetenv("VKBLR_MM_BITS");
-    throw;
+  {
+    const vkt::ScopedEnv bits_switch("VKBLR_MM_BITS", "0");
+    CHECK(vkt::count_bit_diffs(run(true, false), reference) == 0);  // bitmap GEMMs ≡ expanded planes
   }
-  ::unsetenv("VKBLR_MM_BITS");
-  CHECK(vkt::count_bit_diffs(expanded, reference) == 0);  // bitmap GEMMs ≡ expanded planes
   CHECK(vkt::count_bit_diffs(run(true, false), reference) == 0);  // deterministic
+}
+
+GPU_TEST("paths side by side give the bits of path after path, with fewer barriers", "[blr][recorder]") {
+  const std::uint32_t np = GENERATE(2u, 3u);
+  const std::uint32_t ntok = GENERATE(64u, 70u);  // colsum_fused_t at 64; colsum_fused + cvt_t at 70
+  const std::uint32_t m = 128, n = 192, r = 64;
+  // lanes change the automatic split-K choice (side_by_side); fixed here,
+  // and split, so that the lanes' workspaces are exercised on every device
+  const vkt::ScopedEnv split("VKBLR_GEMM_SPLITK", "2");
+  const auto host = vkt::random_layer(m, n, r, np, 11 * np);
+  Buffer bx = ctx.upload(vkt::random_floats(std::size_t{ntok} * n, 82, 1.0f));
+  Buffer bdy = ctx.upload(vkt::random_floats(std::size_t{ntok} * m, 83, 1e-2f));
+  std::vector<std::uint32_t> barriers;
+  std::vector<std::vector<std::uint32_t>> outputs;
+  for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
+    DeviceLayer d(ctx, host, ntok, true, lanes);
+    barriers.push_back(d.step(ctx, bx, bdy));
+    outputs.push_back(all_outputs(d));
+  }
+  INFO(np << " paths, ntok " << ntok);
+  for (std::uint32_t lanes = 2; lanes <= np; ++lanes) {
+    INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);
+    CHECK(vkt::count_bit_diffs(outputs[lanes - 1], outputs[0]) == 0);
+    CHECK(barriers[lanes - 1] < barriers[0]);
+  }
 }
 
 GPU_TEST("a layer's forward, backward and sign gradients are one submit", "[blr][recorder]") {

@@ -34,10 +34,11 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
   for (const BlrCase& c : o.cases) {
     BlrResult res;
     res.c = c;
+    res.lanes = o.lanes;
     res.torch_compile_ms = torch_compile_reference(c);
     try {
       vkblr::BlrLayer layer = random_layer(ctx, c, o.sign_grads);
-      vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r);
+      vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r, o.lanes);
       vkblr::BlrScratch scratch(ctx, layer, shared);
       vkblr::Buffer x = ctx.upload(random_floats(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
       vkblr::Buffer dy = ctx.upload(random_floats(std::size_t{c.ntok} * c.m, 61, -1e-3f, 1e-3f));
@@ -113,8 +114,10 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
 
 std::string format_blr_result(const BlrResult& r) {
   const BlrCase& c = r.c;
-  std::string s = std::format("blr m={} n={} r={} ntok={} P={}: ", c.m, c.n, c.r, c.ntok, c.paths);
+  std::string s = std::format("blr m={} n={} r={} ntok={} P={} lanes={}: ", c.m, c.n, c.r, c.ntok, c.paths, r.lanes);
   if (!r.error.empty()) return s + r.error;
+  // busy > span when dispatches overlap (paths side by side): the negative
+  // gap is the overlap
   s += std::format("step {:.3f} ms (replay {:.3f} ms), busy {:.3f} ms, gaps {:.1f}%, {} dispatches, {} barriers;",
                    r.span.median_ms, r.replay_ms, r.busy.median_ms,
                    r.span.median_ms > 0 ? 100.0 * (1.0 - r.busy.median_ms / r.span.median_ms) : 0.0, r.dispatches,
@@ -129,7 +132,7 @@ std::string format_blr_result(const BlrResult& r) {
 
 nlohmann::json to_json(const BlrResult& r) {
   const BlrCase& c = r.c;
-  nlohmann::json j = {{"m", c.m}, {"n", c.n}, {"r", c.r}, {"ntok", c.ntok}, {"paths", c.paths}};
+  nlohmann::json j = {{"m", c.m}, {"n", c.n}, {"r", c.r}, {"ntok", c.ntok}, {"paths", c.paths}, {"lanes", r.lanes}};
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j;

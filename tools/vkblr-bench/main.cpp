@@ -2,7 +2,7 @@
 //
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
 //                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check] [--stats]
-//   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--reps N] [--warmup N]
+//   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   --json on either: the results as JSON on stdout
@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   bool no_sign = false;
   blr->add_option("--case", cases, "m,n,r,ntok,P (repeatable; default: issue 5's four cases)");
   blr->add_flag("--no-sign", no_sign, "without the sign gradients");
+  blr->add_option("--lanes", bopt.lanes, "paths recorded side by side (BlrShared lanes; 1 = path after path)")
+      ->check(CLI::Range(1u, 64u));
   blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
   blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first");
 

@@ -83,11 +83,11 @@ struct BlrPathInit {
 BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t r,
                         const std::vector<BlrPathInit>& init, bool sign_grads);
 
-// Transients of the blr ops for up to `ntok` tokens and layers of at most
-// (m, n, r), shared by every layer of a model.
-struct BlrShared {
-  BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r);
-  std::uint32_t ntok, m, n, r;
+// One lane of transients: what one path's forward and backward pass from op
+// to op. Each path of a layer uses one lane; paths in different lanes are
+// recorded side by side (their dispatches between the same barriers), so
+// small GEMMs and reductions of two paths fill the device together.
+struct BlrLane {
   Buffer xh;  // f16 [ntok][max(m, n, r)]: the GEMMs' staged activation
   Buffer t1;  // f32 [ntok][n]: dx' of a path
   Buffer t2;  // f32 [ntok][r]: b of a path
@@ -95,6 +95,19 @@ struct BlrShared {
   // t32 = ntok rounded up to 32 (zeros): (dy⊙h·gs)ᵀ [m][t32],
   // (x⊙g)ᵀ [n][t32], (a⊙ℓ)ᵀ [r][t32], (b⊙ℓ·gs)ᵀ [r][t32].
   Buffer dyh_t, xg_t, al_t, bl_t;
+};
+
+// Transients of the blr ops for up to `ntok` tokens and layers of at most
+// (m, n, r), shared by every layer of a model. `lanes` >= 1: how many paths
+// run side by side (paths 0..lanes-1 together, then the next group); each
+// lane costs its transients here and its own context scratch (column-sum
+// partials, split-K workspaces: scratch lanes 0..2·lanes-1). lanes = 1
+// records path after path. The results are the same bits for any lanes.
+struct BlrShared {
+  BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r,
+            std::uint32_t lanes = 2);
+  std::uint32_t ntok, m, n, r;
+  std::vector<BlrLane> lanes;
 };
 
 // Per-layer scratch: a [ntok][r] and c [ntok][m] of every path (kept by the

@@ -1,8 +1,10 @@
 // blr_backward: input and scale gradients with fused column reductions, and
 // the sign gradients in the same batch.
+#include <algorithm>
 #include <cmath>
 
 #include "../ops/op_util.hpp"
+#include "side_by_side.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/colsum.hpp"
@@ -27,32 +29,34 @@ struct Transposed {
   float scale;
 };
 
-void reduce(Recorder& rec, Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t ntok,
-            std::uint32_t k, const ops::Fuse& fuse, const Transposed* transposed, bool allow_fusion) {
+Ops reduce(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t ntok, std::uint32_t k,
+           const ops::Fuse& fuse, const Transposed* transposed, bool allow_fusion, std::uint32_t lane) {
   if (allow_fusion && transposed && ops::colsum_fused_t_fits(ntok, k)) {
-    rec.add(ops::colsum_fused_t(ctx, a, b, sum, ntok, k, fuse, *transposed->dst));
-    return;
+    return ops::colsum_fused_t(ctx, a, b, sum, ntok, k, fuse, *transposed->dst, lane);
   }
+  Ops out;
+  auto append = [&out](Ops more) { out.insert(out.end(), more.begin(), more.end()); };
   if (allow_fusion) {
-    rec.add(ops::colsum_fused(ctx, a, b, sum, ntok, k, fuse));
+    append(ops::colsum_fused(ctx, a, b, sum, ntok, k, fuse, lane));
   } else {
-    rec.add(ops::colsum_prod(ctx, a, b, sum, ntok, k));
+    append(ops::colsum_prod(ctx, a, b, sum, ntok, k, lane));
     switch (fuse.kind) {
       case ops::Fuse::Kind::cvt_a:
-        rec.add(ops::cvt_col(ctx, a, *fuse.col, *fuse.dst, ntok, k, fuse.scale));
+        append({ops::cvt_col(ctx, a, *fuse.col, *fuse.dst, ntok, k, fuse.scale)});
         break;
       case ops::Fuse::Kind::cvt_b:
-        rec.add(ops::cvt_col(ctx, b, *fuse.col, *fuse.dst, ntok, k, fuse.scale));
+        append({ops::cvt_col(ctx, b, *fuse.col, *fuse.dst, ntok, k, fuse.scale)});
         break;
       case ops::Fuse::Kind::scale_b:
-        rec.add(ops::scale_acc(ctx, b, *fuse.col, *fuse.dst, ntok, k, fuse.accumulate));
+        append({ops::scale_acc(ctx, b, *fuse.col, *fuse.dst, ntok, k, fuse.accumulate)});
         break;
     }
   }
   if (transposed) {
-    rec.add(ops::cvt_t(ctx, *transposed->src, transposed->col, *transposed->dst, ntok, k, transposed->scale,
-                       round32(k), round32(ntok)));
+    append({ops::cvt_t(ctx, *transposed->src, transposed->col, *transposed->dst, ntok, k, transposed->scale,
+                       round32(k), round32(ntok))});
   }
+  return out;
 }
 
 }  // namespace
@@ -73,33 +77,57 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
   const float gs = o.gscale, inv = 1.0f / o.gscale;
   BlrShared& sh = *s.shared;
 
-  for (std::size_t p = 0; p < layer.paths.size(); ++p) {
-    const BlrPath& path = layer.paths[p];
-    const bool sign = o.sign_grads && path.g_u && path.g_v;
-    // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
-    const Transposed dyh{&sh.dyh_t, &dy, &path.h, gs};
-    reduce(rec, ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, sh.xh, gs), sign ? &dyh : nullptr,
-           o.fuse);
-    // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
-    rec.add(gemm(ctx, sh.xh, path.bits_u, GemmB::bits_t, sh.t2, {ntok, r, m, 0, 0, 0, inv, false}));
-    // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
-    const Transposed bl{&sh.bl_t, &sh.t2, &path.l, gs};
-    reduce(rec, ctx, s.a[p], sh.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, sh.xh, gs), sign ? &bl : nullptr,
-           o.fuse);
-    // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
-    rec.add(gemm(ctx, sh.xh, path.bits_v, GemmB::bits_n, sh.t1, {ntok, n, r, 0, 0, 0, inv, false}));
-    // dg += Σ x⊙dx'; dx (+)= g⊙dx'; (x⊙g)ᵀ
-    const Transposed xg{&sh.xg_t, &x, &path.g, 1.0f};
-    reduce(rec, ctx, x, sh.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f), sign ? &xg : nullptr,
-           o.fuse);
-    if (!sign) continue;
-    // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K
-    rec.tag("sign");
-    rec.add(ops::cvt_t(ctx, s.a[p], &path.l, sh.al_t, ntok, r, 1.0f, round32(r), t32));
-    rec.add(gemm(ctx, sh.dyh_t, sh.al_t, GemmB::plane, path.g_u, {m, r, t32, t32, 0, 0, inv, o.accumulate_sign_grads}));
-    // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
-    rec.add(gemm(ctx, sh.xg_t, sh.bl_t, GemmB::plane, path.g_v, {n, r, t32, t32, 0, 0, inv, o.accumulate_sign_grads}));
-    rec.tag("");
+  // Paths go in groups of the shared lanes; within a group each step's ops
+  // are recorded side by side. Scratch lanes: path lane L reduces in colsum
+  // lane L, its blr GEMMs use GEMM lane L and its sign GEMMs lane lanes + L.
+  const std::size_t np = layer.paths.size();
+  const std::size_t lanes = sh.lanes.size();
+  for (std::size_t first = 0; first < np; first += lanes) {
+    std::vector<detail::TaggedOps> dh_step, b_step, dl_step, dxp_step, dg_step, gv_step;
+    const std::size_t last = std::min(np, first + lanes);
+    const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
+    for (std::size_t p = first; p < last; ++p) {
+      const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
+      const std::uint32_t sign_lane = static_cast<std::uint32_t>(lanes) + lane;
+      const BlrPath& path = layer.paths[p];
+      const BlrLane& t = sh.lanes[lane];
+      const bool sign = o.sign_grads && path.g_u && path.g_v;
+      // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
+      const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
+      dh_step.push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
+                                    sign ? &dyh : nullptr, o.fuse, lane)});
+      // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
+      b_step.push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
+                                 {.m = ntok, .n = r, .k = m, .oscale = inv, .lane = lane, .side_by_side = group})});
+      // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
+      const Transposed bl{&t.bl_t, &t.t2, &path.l, gs};
+      dl_step.push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
+                                    sign ? &bl : nullptr, o.fuse, lane)});
+      // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
+      dxp_step.push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
+                                   {.m = ntok, .n = n, .k = r, .oscale = inv, .lane = lane, .side_by_side = group})});
+      // dg += Σ x⊙dx'; dx (+)= g⊙dx' (path order: one pass of every path's
+      // reduction writes dx); (x⊙g)ᵀ
+      const Transposed xg{&t.xg_t, &x, &path.g, 1.0f};
+      dg_step.push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
+                                    sign ? &xg : nullptr, o.fuse, lane)});
+      if (!sign) continue;
+      // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K;
+      // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
+      dh_step.push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
+      b_step.push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u,
+                                     {.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv,
+                                      .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
+                                      .side_by_side = group})});
+      // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
+      gv_step.push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v,
+                                      {.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv,
+                                       .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
+                                       .side_by_side = group})});
+    }
+    for (const auto* step : {&dh_step, &b_step, &dl_step, &dxp_step, &dg_step, &gv_step}) {
+      detail::record_side_by_side(rec, *step);
+    }
   }
 }
 

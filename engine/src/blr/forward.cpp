@@ -1,5 +1,8 @@
 // blr_forward, blr_stage_inputs, blr_forward_staged.
+#include <algorithm>
+
 #include "../ops/op_util.hpp"
+#include "side_by_side.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/cvt.hpp"
@@ -16,31 +19,45 @@ void check_call(const char* op, const BlrLayer& layer, const BlrScratch& s, std:
           layer.paths.size());
 }
 
-// The forward after each path's input is staged (xin[p], or the shared xh
-// staged here when xin is empty).
+// The forward after each path's input is staged (xin[p], or the lane's xh
+// staged here when xin is empty). Paths go in groups of the shared lanes,
+// the ops of a group side by side; y is written in path order.
 void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer* x,
                    std::span<const Buffer* const> xin, const Buffer& y, std::uint32_t ntok) {
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::size_t np = layer.paths.size();
   BlrShared& sh = *s.shared;
-  for (std::size_t p = 0; p < np; ++p) {
-    const BlrPath& path = layer.paths[p];
-    const Buffer* input = &sh.xh;
-    if (xin.empty()) {
-      rec.add(ops::cvt_col(ctx, *x, path.g, sh.xh, ntok, n, 1.0f));
-    } else {
-      input = xin[p];
+  const std::size_t lanes = sh.lanes.size();
+  for (std::size_t first = 0; first < np; first += lanes) {
+    std::vector<detail::TaggedOps> stage, a_gemm, stage_a, c_gemm;
+    const std::size_t last = std::min(np, first + lanes);
+    const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
+    for (std::size_t p = first; p < last; ++p) {
+      const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
+      const BlrPath& path = layer.paths[p];
+      const BlrLane& t = sh.lanes[lane];
+      const Buffer* input = &t.xh;
+      if (xin.empty()) {
+        stage.push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
+      } else {
+        input = xin[p];
+      }
+      // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
+      a_gemm.push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
+                                 {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
+      stage_a.push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
+      // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
+      c_gemm.push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
+                                 {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
     }
-    // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
-    rec.add(gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p], {ntok, r, n}));
-    rec.add(ops::cvt_col(ctx, s.a[p], path.l, sh.xh, ntok, r, 1.0f));
-    // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
-    rec.add(gemm(ctx, sh.xh, path.bits_u, GemmB::bits_n, s.c[p], {ntok, m, r}));
+    for (const auto* phase : {&stage, &a_gemm, &stage_a, &c_gemm}) detail::record_side_by_side(rec, *phase);
     // y = Σ_p h_p⊙c_p: two paths in one pass after the second
-    if (np != 2) {
-      rec.add(ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0));
-    } else if (p == 1) {
-      rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], path.h, y, ntok, m));
+    for (std::size_t p = first; p < last; ++p) {
+      if (np != 2) {
+        rec.add(ops::scale_acc(ctx, s.c[p], layer.paths[p].h, y, ntok, m, p > 0));
+      } else if (p == 1) {
+        rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], layer.paths[1].h, y, ntok, m));
+      }
     }
   }
 }

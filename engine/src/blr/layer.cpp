@@ -95,19 +95,25 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
   return layer;
 }
 
-BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_)
+BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_,
+                     std::uint32_t lane_count)
     : ntok(detail::dim("BlrShared", "ntok", ntok_)),
       m(detail::dim("BlrShared", "m", m_)),
       n(detail::dim("BlrShared", "n", n_)),
       r(detail::dim("BlrShared", "r", r_)) {
+  require(lane_count >= 1 && lane_count <= 64, "BlrShared: lanes = {} (expected 1..64)", lane_count);
   const std::uint64_t t32 = round32(ntok);
-  xh = ctx.buffer(std::uint64_t{ntok} * std::max({m, n, r}) * 2, "blr.xh");
-  t1 = ctx.buffer(std::uint64_t{ntok} * n * 4, "blr.t1");
-  t2 = ctx.buffer(std::uint64_t{ntok} * r * 4, "blr.t2");
-  dyh_t = ctx.buffer(round32(m) * t32 * 2, "blr.dyh_t");
-  xg_t = ctx.buffer(round32(n) * t32 * 2, "blr.xg_t");
-  al_t = ctx.buffer(round32(r) * t32 * 2, "blr.al_t");
-  bl_t = ctx.buffer(round32(r) * t32 * 2, "blr.bl_t");
+  for (std::uint32_t i = 0; i < lane_count; ++i) {
+    BlrLane l;
+    l.xh = ctx.buffer(std::uint64_t{ntok} * std::max({m, n, r}) * 2, "blr.xh");
+    l.t1 = ctx.buffer(std::uint64_t{ntok} * n * 4, "blr.t1");
+    l.t2 = ctx.buffer(std::uint64_t{ntok} * r * 4, "blr.t2");
+    l.dyh_t = ctx.buffer(round32(m) * t32 * 2, "blr.dyh_t");
+    l.xg_t = ctx.buffer(round32(n) * t32 * 2, "blr.xg_t");
+    l.al_t = ctx.buffer(round32(r) * t32 * 2, "blr.al_t");
+    l.bl_t = ctx.buffer(round32(r) * t32 * 2, "blr.bl_t");
+    lanes.push_back(std::move(l));
+  }
 }
 
 BlrScratch::BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared_) : ntok(shared_.ntok), shared(&shared_) {
