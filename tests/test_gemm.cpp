@@ -363,14 +363,16 @@ GPU_TEST("split-K GEMMs in different scratch lanes share their barriers and keep
   CHECK(vkt::rel_error(b1, vkt::matmul_nt(p1.act, p1.plane, m, n, k)) < 1e-5);
 
   // the automatic choice shares the device among GEMMs side by side
-  const GemmTile tile = gemm_tile_for(ctx, 64, 64, 4096);
+  const GemmTile small = gemm_tile_for(ctx, 64, 64, 4096), large = gemm_tile_for(ctx, 4096, 512, 1024);
   const auto f = ctx.caps().f16_fragment();
-  if (tile.kernel != GemmKernel::plain && f && f->m >= 16) {
-    CHECK(gemm_splits_for(ctx, tile, 64, 64, 4096, 2) == 8);    // 2 tiles: 128 groups each, K caps at 8
-    CHECK(gemm_splits_for(ctx, tile, 4096, 512, 1024, 1) == 2);  // 128 tiles alone
-    CHECK(gemm_splits_for(ctx, tile, 4096, 512, 1024, 2) == 1);  // 2 × 128 tiles fill it
+  if (large.kernel != GemmKernel::plain && f && f->m >= 16) {
+    REQUIRE(large.bm * large.bn == 128 * 128);
+    CHECK(gemm_splits_for(ctx, small, 64, 64, 4096, 2) == 8);    // 2 tiles: 128 groups each, K caps at 8
+    CHECK(gemm_splits_for(ctx, large, 4096, 512, 1024, 1) == 2);  // 128 tiles alone
+    CHECK(gemm_splits_for(ctx, large, 4096, 512, 1024, 2) == 1);  // 2 × 128 tiles fill it
   } else {
-    CHECK(gemm_splits_for(ctx, tile, 64, 64, 4096, 2) == 1);
+    CHECK(gemm_splits_for(ctx, small, 64, 64, 4096, 2) == 1);
+    CHECK(gemm_splits_for(ctx, large, 4096, 512, 1024, 2) == 1);
   }
 }
 

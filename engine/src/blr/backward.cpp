@@ -16,6 +16,9 @@ namespace {
 
 std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
 
+// A path's backward steps, in order (record_paths).
+enum Step : std::size_t { kDh, kB, kDl, kDxp, kDg, kGv, kSteps };
+
 // sum[k] += Σ_t a⊙b with `fuse` on the operand it names, and, when
 // `transposed` is given, that operand's transposed f16 copy [k32][t32] for
 // the sign GEMMs. The seed's fallback: colsum_fused_t, else colsum_fused +
@@ -83,7 +86,7 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
   const std::size_t np = layer.paths.size();
   const std::size_t lanes = sh.lanes.size();
   for (std::size_t first = 0; first < np; first += lanes) {
-    std::vector<detail::TaggedOps> dh_step, b_step, dl_step, dxp_step, dg_step, gv_step;
+    std::vector<detail::PathSteps> steps;
     const std::size_t last = std::min(np, first + lanes);
     const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
     for (std::size_t p = first; p < last; ++p) {
@@ -92,42 +95,41 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
       const BlrPath& path = layer.paths[p];
       const BlrLane& t = sh.lanes[lane];
       const bool sign = o.sign_grads && path.g_u && path.g_v;
+      detail::PathSteps& st = steps.emplace_back(kSteps);
       // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
       const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
-      dh_step.push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
+      st[kDh].push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
                                     sign ? &dyh : nullptr, o.fuse, lane)});
       // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
-      b_step.push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
+      st[kB].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
                                  {.m = ntok, .n = r, .k = m, .oscale = inv, .lane = lane, .side_by_side = group})});
       // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
       const Transposed bl{&t.bl_t, &t.t2, &path.l, gs};
-      dl_step.push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
+      st[kDl].push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
                                     sign ? &bl : nullptr, o.fuse, lane)});
       // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
-      dxp_step.push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
+      st[kDxp].push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
                                    {.m = ntok, .n = n, .k = r, .oscale = inv, .lane = lane, .side_by_side = group})});
       // dg += Σ x⊙dx'; dx (+)= g⊙dx' (path order: one pass of every path's
       // reduction writes dx); (x⊙g)ᵀ
       const Transposed xg{&t.xg_t, &x, &path.g, 1.0f};
-      dg_step.push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
+      st[kDg].push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
                                     sign ? &xg : nullptr, o.fuse, lane)});
       if (!sign) continue;
       // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K;
       // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
-      dh_step.push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
-      b_step.push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u,
+      st[kDh].push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
+      st[kB].push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u,
                                      {.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv,
                                       .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
                                       .side_by_side = group})});
       // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
-      gv_step.push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v,
+      st[kGv].push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v,
                                       {.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv,
                                        .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
                                        .side_by_side = group})});
     }
-    for (const auto* step : {&dh_step, &b_step, &dl_step, &dxp_step, &dg_step, &gv_step}) {
-      detail::record_side_by_side(rec, *step);
-    }
+    detail::record_paths(rec, steps);
   }
 }
 

@@ -29,37 +29,33 @@ void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratc
   BlrShared& sh = *s.shared;
   const std::size_t lanes = sh.lanes.size();
   for (std::size_t first = 0; first < np; first += lanes) {
-    std::vector<detail::TaggedOps> stage, a_gemm, stage_a, c_gemm;
     const std::size_t last = std::min(np, first + lanes);
     const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
+    std::vector<detail::PathSteps> steps;
     for (std::size_t p = first; p < last; ++p) {
       const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
       const BlrPath& path = layer.paths[p];
       const BlrLane& t = sh.lanes[lane];
+      detail::PathSteps& st = steps.emplace_back(5);
       const Buffer* input = &t.xh;
       if (xin.empty()) {
-        stage.push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
+        st[0].push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
       } else {
         input = xin[p];
       }
       // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
-      a_gemm.push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
-                                 {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
-      stage_a.push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
+      st[1].push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
+                                {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
+      st[2].push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
       // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
-      c_gemm.push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
-                                 {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
+      st[3].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
+                                {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
+      // y (+)= h⊙c in path order (two paths: one scale_acc2 after both)
+      if (np != 2) st[4].push_back({"", {ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0)}});
     }
-    for (const auto* phase : {&stage, &a_gemm, &stage_a, &c_gemm}) detail::record_side_by_side(rec, *phase);
-    // y = Σ_p h_p⊙c_p: two paths in one pass after the second
-    for (std::size_t p = first; p < last; ++p) {
-      if (np != 2) {
-        rec.add(ops::scale_acc(ctx, s.c[p], layer.paths[p].h, y, ntok, m, p > 0));
-      } else if (p == 1) {
-        rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], layer.paths[1].h, y, ntok, m));
-      }
-    }
+    detail::record_paths(rec, steps);
   }
+  if (np == 2) rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], layer.paths[1].h, y, ntok, m));
 }
 
 }  // namespace

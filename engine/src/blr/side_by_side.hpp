@@ -35,4 +35,25 @@ inline void record_side_by_side(Recorder& rec, const std::vector<TaggedOps>& ent
   rec.tag("");
 }
 
+// One path's work: its steps in order, each step one or more tagged ops.
+using PathSteps = std::vector<std::vector<TaggedOps>>;
+
+// Records the steps of several paths side by side: step t of every path,
+// by record_side_by_side, then step t + 1. Same contract between paths; a
+// buffer several paths write (dx, y) is written in path order as long as
+// they write it in the same step. (Skewing the paths instead, each one step
+// behind the one before so that GEMMs run beside reductions, was 5–18 %
+// slower on the H200; docs/benchmarks.md.)
+inline void record_paths(Recorder& rec, const std::vector<PathSteps>& paths) {
+  std::size_t steps = 0;
+  for (const PathSteps& p : paths) steps = std::max(steps, p.size());
+  for (std::size_t t = 0; t < steps; ++t) {
+    std::vector<TaggedOps> phase;
+    for (const PathSteps& p : paths) {
+      if (t < p.size()) phase.insert(phase.end(), p[t].begin(), p[t].end());
+    }
+    record_side_by_side(rec, phase);
+  }
+}
+
 }  // namespace vkblr::detail
