@@ -12,6 +12,7 @@
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
+#include "support/scoped_env.hpp"
 #include "support/trainer_snapshot.hpp"
 #include "vkblr/profiler.hpp"
 #include "vkblr/trainer.hpp"
@@ -165,6 +166,27 @@ GPU_TEST("a replayed step graph equals steps recorded anew, one submit per step"
   const auto rerecorded = run(true, &rerecord_submits);
   CHECK(replay_submits == 10);  // one submit per step
   CHECK(vkt::count_bit_diffs(replayed, rerecorded) == 0);
+}
+
+GPU_TEST("path_lanes 1 and 2 train a two-path layer to the same bits (split fixed); 0 is refused", "[trainer]") {
+  const vkt::ScopedEnv split("VKBLR_GEMM_SPLITK", "2");  // lanes change only the automatic split
+  const Planted planted = make_planted(ctx, 31);
+  const vkt::HostLayer start = vkt::random_layer(kM, kN, kR, 2, 32);
+  auto run = [&](std::uint32_t lanes) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;
+    c.path_lanes = lanes;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    trainer.add_batch(planted.x[0], planted.target[0]);
+    for (int s = 0; s < 3; ++s) trainer.step(0, 0.02f, 1e-3f);
+    return vkt::trainer_snapshot(layer, trainer);
+  };
+  CHECK(vkt::count_bit_diffs(run(1), run(2)) == 0);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainerConfig bad;
+  bad.path_lanes = 0;
+  CHECK_THROWS_WITH(BlrTrainer(ctx, layer, kTok, bad), Catch::Matchers::ContainsSubstring("lanes = 0"));
 }
 
 GPU_TEST("a step with NaN in its gradients is skipped, reported, and changes nothing", "[trainer]") {

@@ -45,7 +45,7 @@ struct BlrTrainer::Impl {
 
   Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
-        shared(c, t, l.m, l.n, l.r), scratch(c, l, shared) {
+        shared(c, t, l.m, l.n, l.r, cfg.path_lanes), scratch(c, l, shared) {
     layer.check("BlrTrainer");
     require(layer.scales && layer.scale_count > 0,
             "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
