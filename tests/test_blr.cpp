@@ -235,9 +235,14 @@ GPU_TEST("paths side by side give the bits of path after path, with fewer barrie
   std::vector<std::vector<std::uint32_t>> outputs;
   for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
     DeviceLayer d(ctx, host, ntok, true, lanes);
+    CHECK(d.shared.lanes.size() == lanes);  // allocated for the layer's paths
     barriers.push_back(d.step(ctx, bx, bdy));
     outputs.push_back(all_outputs(d));
   }
+  // a one-path layer allocates one lane of the two it could use
+  const auto single = vkt::random_layer(m, n, r, 1, 12);
+  DeviceLayer one(ctx, single, ntok, true, 2);
+  CHECK(one.shared.lanes.size() == 1);
   INFO(np << " paths, ntok " << ntok);
   for (std::uint32_t lanes = 2; lanes <= np; ++lanes) {
     INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);

@@ -98,16 +98,22 @@ struct BlrLane {
 };
 
 // Transients of the blr ops for up to `ntok` tokens and layers of at most
-// (m, n, r), shared by every layer of a model. `lanes` >= 1: how many paths
-// run side by side (paths 0..lanes-1 together, then the next group); each
-// lane costs its transients here and its own context scratch (column-sum
-// partials, split-K workspaces: scratch lanes 0..2·lanes-1). lanes = 1
-// records path after path. The results are the same bits for any lanes.
+// (m, n, r), shared by every layer of a model. `max_lanes` >= 1: how many
+// paths run side by side (paths 0..lanes-1 together, then the next group).
+// Lanes are allocated as the layers need them: one here, more when a
+// BlrScratch is made for a layer of more paths (up to max_lanes). Each lane
+// costs its transients here and its own context scratch (column-sum
+// partials, split-K workspaces: scratch lanes 0..2·lanes-1). max_lanes = 1
+// records path after path. The lanes change the automatic split-K choice
+// (GemmShape::side_by_side); for a fixed split the bits are the same.
 struct BlrShared {
   BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r,
-            std::uint32_t lanes = 2);
-  std::uint32_t ntok, m, n, r;
-  std::vector<BlrLane> lanes;
+            std::uint32_t max_lanes = 2);
+  // Allocates lanes up to min(max_lanes, paths); BlrScratch calls it.
+  void reserve_lanes(Context& ctx, std::size_t paths);
+
+  std::uint32_t ntok, m, n, r, max_lanes;
+  std::vector<BlrLane> lanes;  // allocated so far: 1 .. max_lanes
 };
 
 // Per-layer scratch: a [ntok][r] and c [ntok][m] of every path (kept by the

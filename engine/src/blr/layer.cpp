@@ -96,14 +96,19 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
 }
 
 BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_,
-                     std::uint32_t lane_count)
+                     std::uint32_t max_lanes_)
     : ntok(detail::dim("BlrShared", "ntok", ntok_)),
       m(detail::dim("BlrShared", "m", m_)),
       n(detail::dim("BlrShared", "n", n_)),
-      r(detail::dim("BlrShared", "r", r_)) {
-  require(lane_count >= 1 && lane_count <= 64, "BlrShared: lanes = {} (expected 1..64)", lane_count);
+      r(detail::dim("BlrShared", "r", r_)),
+      max_lanes(max_lanes_) {
+  require(max_lanes >= 1 && max_lanes <= 64, "BlrShared: lanes = {} (expected 1..64)", max_lanes);
+  reserve_lanes(ctx, 1);
+}
+
+void BlrShared::reserve_lanes(Context& ctx, std::size_t paths) {
   const std::uint64_t t32 = round32(ntok);
-  for (std::uint32_t i = 0; i < lane_count; ++i) {
+  while (lanes.size() < std::min<std::size_t>(paths, max_lanes)) {
     BlrLane l;
     l.xh = ctx.buffer(std::uint64_t{ntok} * std::max({m, n, r}) * 2, "blr.xh");
     l.t1 = ctx.buffer(std::uint64_t{ntok} * n * 4, "blr.t1");
@@ -121,6 +126,7 @@ BlrScratch::BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared_) 
   require(layer.m <= shared_.m && layer.n <= shared_.n && layer.r <= shared_.r,
           "BlrScratch: layer {}x{} rank {} exceeds the shared transients' {}x{} rank {}", layer.m, layer.n, layer.r,
           shared_.m, shared_.n, shared_.r);
+  shared_.reserve_lanes(ctx, layer.paths.size());
   for (std::size_t p = 0; p < layer.paths.size(); ++p) {
     a.push_back(ctx.buffer(std::uint64_t{ntok} * layer.r * 4, "blr.a"));
     c.push_back(ctx.buffer(std::uint64_t{ntok} * layer.m * 4, "blr.c"));
