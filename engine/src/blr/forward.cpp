@@ -11,6 +11,9 @@
 namespace vkblr {
 namespace {
 
+// A path's forward steps, in order (record_paths).
+enum Step : std::size_t { kStage, kA, kStageA, kC, kY, kSteps };
+
 void check_call(const char* op, const BlrLayer& layer, const BlrScratch& s, std::uint32_t ntok) {
   layer.check(op);
   detail::dim(op, "ntok", ntok);
@@ -36,22 +39,22 @@ void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratc
       const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
       const BlrPath& path = layer.paths[p];
       const BlrLane& t = sh.lanes[lane];
-      detail::PathSteps& st = steps.emplace_back(5);
+      detail::PathSteps& st = steps.emplace_back(kSteps);
       const Buffer* input = &t.xh;
       if (xin.empty()) {
-        st[0].push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
+        st[kStage].push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
       } else {
         input = xin[p];
       }
       // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
-      st[1].push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
-                                {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
-      st[2].push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
+      st[kA].push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
+                                 {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
+      st[kStageA].push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
       // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
-      st[3].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
-                                {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
+      st[kC].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
+                                 {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
       // y (+)= h⊙c in path order (two paths: one scale_acc2 after both)
-      if (np != 2) st[4].push_back({"", {ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0)}});
+      if (np != 2) st[kY].push_back({"", {ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0)}});
     }
     detail::record_paths(rec, steps);
   }
