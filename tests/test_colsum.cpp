@@ -9,6 +9,7 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/record_pair.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -255,15 +256,8 @@ GPU_TEST("reductions in different scratch lanes share their barriers and keep th
     Buffer sum0 = ctx.upload(in0.init), sum1 = ctx.upload(in1.init);
     const Ops r0 = ops::colsum_prod(ctx, in0.ba, in0.bb, sum0, in0.m, in0.k);
     const Ops r1 = ops::colsum_prod(ctx, in1.ba, in1.bb, sum1, in1.m, in1.k, lane1);
-    REQUIRE(r0.size() == 2);
-    REQUIRE(r1.size() == 2);
     Recorder rec(ctx);
-    if (lane1 == 0) {
-      rec.add(r0).add(r1);
-    } else {
-      rec.add(r0[0]).add(r1[0]).add(r0[1]).add(r1[1]);
-    }
-    barriers = rec.barriers();
+    barriers = vkt::record_pair(rec, r0, r1, lane1 != 0);
     rec.run();
     return std::pair{words(sum0, in0.k), words(sum1, in1.k)};
   };

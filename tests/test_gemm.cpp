@@ -11,6 +11,7 @@
 #include "support/gemm_ref.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/record_pair.hpp"
 #include "support/scoped_env.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/recorder.hpp"
@@ -339,15 +340,8 @@ GPU_TEST("split-K GEMMs in different scratch lanes share their barriers and keep
     const Ops g0 = gemm(ctx, p0.act_buf, p0.b_buf, p0.mode, out0, {.m = m, .n = n, .k = k, .k_splits = 4});
     const Ops g1 =
         gemm(ctx, p1.act_buf, p1.b_buf, p1.mode, out1, {.m = m, .n = n, .k = k, .k_splits = 4, .lane = lane1});
-    REQUIRE(g0.size() == 2);
-    REQUIRE(g1.size() == 2);
     Recorder rec(ctx);
-    if (lane1 == 0) {
-      rec.add(g0).add(g1);
-    } else {
-      rec.add(g0[0]).add(g1[0]).add(g0[1]).add(g1[1]);  // layers, then reduces
-    }
-    barriers = rec.barriers();
+    barriers = vkt::record_pair(rec, g0, g1, lane1 != 0);  // side by side: layers, then reduces
     rec.run();
     return std::pair{out0.download<float>(), out1.download<float>()};
   };

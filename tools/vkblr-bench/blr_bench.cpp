@@ -116,8 +116,8 @@ std::string format_blr_result(const BlrResult& r) {
   const BlrCase& c = r.c;
   std::string s = std::format("blr m={} n={} r={} ntok={} P={} lanes={}: ", c.m, c.n, c.r, c.ntok, c.paths, r.lanes);
   if (!r.error.empty()) return s + r.error;
-  // busy > span when dispatches overlap (paths side by side): the negative
-  // gap is the overlap
+  // (the profiled run's timestamps keep dispatches from overlapping, so busy
+  // stays below span; the overlap of paths side by side shows in replay)
   s += std::format("step {:.3f} ms (replay {:.3f} ms), busy {:.3f} ms, gaps {:.1f}%, {} dispatches, {} barriers;",
                    r.span.median_ms, r.replay_ms, r.busy.median_ms,
                    r.span.median_ms > 0 ? 100.0 * (1.0 - r.busy.median_ms / r.span.median_ms) : 0.0, r.dispatches,

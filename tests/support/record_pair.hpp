@@ -1,0 +1,25 @@
+// record_pair.hpp — records two independent two-pass ops (split-K GEMMs,
+// column reductions) for the scratch-lane tests.
+#pragma once
+
+#include <catch2/catch_test_macros.hpp>
+#include <cstdint>
+
+#include "vkblr/recorder.hpp"
+
+namespace vkt {
+
+// Records `a` then `b` (one after the other), or with `side_by_side` both
+// first passes, then both second passes; returns the batch's barriers.
+inline std::uint32_t record_pair(vkblr::Recorder& rec, const vkblr::Ops& a, const vkblr::Ops& b, bool side_by_side) {
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  if (side_by_side) {
+    rec.add(a[0]).add(b[0]).add(a[1]).add(b[1]);
+  } else {
+    rec.add(a).add(b);
+  }
+  return rec.barriers();
+}
+
+}  // namespace vkt
