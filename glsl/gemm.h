@@ -39,6 +39,7 @@ VKBLR_PUSH(GemmPush) {
 #define GEMM_SPEC_B_MODE 10
 #define GEMM_SPEC_STAGES 11
 #define GEMM_SPEC_EPI_COLS 12  // coopmat epilogue: columns staged per chunk
+#define GEMM_SPEC_PREFETCH 13  // coopmat: K tiles in flight in registers (1 or 2)
 
 // Specialization constants of gemm_coopmat2.comp: ids 0..5, all given on
 // every pipeline. (Dense ids: with gaps, the Khronos layer's check of

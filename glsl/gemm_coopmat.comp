@@ -5,9 +5,10 @@
 // Workgroup = (BM/WM) × (BN/WN) subgroups over a BM × BN output block; each
 // subgroup owns a WM × WN block as (WM/FM) × (WN/FN) accumulator fragments
 // of the device's FM × FN × FK shape. K advances in tiles of BK staged in
-// shared memory (gemm_tile.glsl); with STAGES = 2 the next tile is loaded
-// into registers while the current one is multiplied and stored into the
-// other buffer afterwards (one barrier per tile). Each A fragment is reused
+// shared memory (gemm_tile.glsl). The next tile (PREFETCH = 2: the next
+// two) is loaded into registers while the current one is multiplied, then
+// stored: with STAGES = 2 into the other buffer (one barrier per tile), with
+// STAGES = 1 into the same one between two barriers. Each A fragment is reused
 // across the subgroup's WN/FN columns. The epilogue goes through shared
 // memory in column chunks of EPI_COLS: every subgroup stores its fragments
 // of the chunk (uniform control flow), then the workgroup writes the chunk's
@@ -50,8 +51,51 @@ layout(set = 0, binding = 3) buffer Out { float outv[]; };
 
 #include "gemm_tile.glsl"
 
+layout(constant_id = GEMM_SPEC_PREFETCH) const uint PREFETCH = 1;
+
 const uint CR = WM / FM;  // accumulator rows per subgroup
 const uint CC = WN / FN;  // accumulator columns per subgroup
+
+// One K step: tile KT multiplied from its shared-memory stage; the tile after
+// it, held in register set SET, stored for the next step (see main).
+#define K_STEP(KT, SET)                                                                                   \
+  {                                                                                                       \
+    const uint kt_ = KT;                                                                                  \
+    const uint stage = STAGES == 2 ? (kt_ & 1u) : 0u;                                                     \
+    const bool more = kt_ + 1u < k_tiles;                                                                 \
+    if (PREFETCH == 2u) {                                                                                 \
+      if (kt_ + 2u < k_tiles) load_tile(m0, n0, k_begin + (kt_ + 2u) * BK, (SET) ^ 1u);                   \
+    } else if (more) {                                                                                    \
+      load_tile(m0, n0, k_begin + (kt_ + 1u) * BK, SET);                                                  \
+    }                                                                                                     \
+    const uint a_base = a_base_of(stage);                                                                 \
+    const uint b_base = b_base_of(stage);                                                                 \
+    [[unroll]] for (uint kk = 0; kk < BK; kk += FK) {                                                     \
+      coopmat<float16_t, gl_ScopeSubgroup, FM, FK, gl_MatrixUseA> a[CR];                                  \
+      [[unroll]] for (uint i = 0; i < CR; ++i) {                                                          \
+        coopMatLoad(a[i], smem, a_base + ((warp_m * WM + i * FM) * SA + kk) / 8, SA / 8,                  \
+                    gl_CooperativeMatrixLayoutRowMajor);                                                  \
+      }                                                                                                   \
+      [[unroll]] for (uint j = 0; j < CC; ++j) {                                                          \
+        coopmat<float16_t, gl_ScopeSubgroup, FK, FN, gl_MatrixUseB> b;                                    \
+        const uint n = warp_n * WN + j * FN;                                                              \
+        if (B_MODE == GEMM_B_BITS_T) {                                                                    \
+          coopMatLoad(b, smem, b_base + (kk * SBT + n) / 8, SBT / 8, gl_CooperativeMatrixLayoutRowMajor); \
+        } else {                                                                                          \
+          coopMatLoad(b, smem, b_base + (n * SB + kk) / 8, SB / 8, gl_CooperativeMatrixLayoutColumnMajor); \
+        }                                                                                                 \
+        [[unroll]] for (uint i = 0; i < CR; ++i) acc[i][j] = coopMatMulAdd(a[i], b, acc[i][j]);           \
+      }                                                                                                   \
+    }                                                                                                     \
+    if (STAGES == 2) {                                                                                    \
+      if (more) store_tile(stage ^ 1u, SET);                                                              \
+      barrier();                                                                                          \
+    } else if (more) {                                                                                    \
+      barrier(); /* everyone is done reading this tile */                                                 \
+      store_tile(0, SET);                                                                                 \
+      barrier();                                                                                          \
+    }                                                                                                     \
+  }
 
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM;
@@ -71,39 +115,19 @@ void main() {
   const uint k_len = pc.k_split == 0u ? pc.k : min(pc.k_split, pc.k - k_begin);
   const uint z_out = gl_WorkGroupID.z * pc.z_stride;
   const uint k_tiles = (k_len + BK - 1) / BK;
-  load_tile(m0, n0, k_begin);
-  store_tile(0);
+  // K steps two at a time, register set 0 then 1 (a literal in each call,
+  // so both sets stay in registers). PREFETCH = 1: step kt loads tile kt+1
+  // into its own set and stores it after the multiply; PREFETCH = 2: tile
+  // kt+1 is already in the step's set, and the step loads tile kt+2 into
+  // the other one, so each global load has two steps to land.
+  load_tile(m0, n0, k_begin, 0u);
+  store_tile(0, 0u);
   barrier();
-  for (uint kt = 0; kt < k_tiles; ++kt) {
-    const uint stage = STAGES == 2 ? (kt & 1u) : 0u;
-    const bool more = kt + 1 < k_tiles;
-    if (more) load_tile(m0, n0, k_begin + (kt + 1) * BK);
-    const uint a_base = a_base_of(stage);
-    const uint b_base = b_base_of(stage);
-    [[unroll]] for (uint kk = 0; kk < BK; kk += FK) {
-      coopmat<float16_t, gl_ScopeSubgroup, FM, FK, gl_MatrixUseA> a[CR];
-      [[unroll]] for (uint i = 0; i < CR; ++i) {
-        coopMatLoad(a[i], smem, a_base + ((warp_m * WM + i * FM) * SA + kk) / 8, SA / 8,
-                    gl_CooperativeMatrixLayoutRowMajor);
-      }
-      [[unroll]] for (uint j = 0; j < CC; ++j) {
-        coopmat<float16_t, gl_ScopeSubgroup, FK, FN, gl_MatrixUseB> b;
-        const uint n = warp_n * WN + j * FN;
-        if (B_MODE == GEMM_B_BITS_T) {
-          coopMatLoad(b, smem, b_base + (kk * SBT + n) / 8, SBT / 8, gl_CooperativeMatrixLayoutRowMajor);
-        } else {
-          coopMatLoad(b, smem, b_base + (n * SB + kk) / 8, SB / 8, gl_CooperativeMatrixLayoutColumnMajor);
-        }
-        [[unroll]] for (uint i = 0; i < CR; ++i) acc[i][j] = coopMatMulAdd(a[i], b, acc[i][j]);
-      }
-    }
-    if (STAGES == 2) {
-      if (more) store_tile(stage ^ 1u);
-      barrier();
-    } else if (more) {
-      barrier();  // everyone is done reading this tile
-      store_tile(0);
-      barrier();
+  if (PREFETCH == 2u && k_tiles > 1u) load_tile(m0, n0, k_begin + BK, 0u);
+  for (uint kt = 0; kt < k_tiles; kt += 2) {
+    K_STEP(kt, 0u)
+    if (kt + 1u < k_tiles) {
+      K_STEP(kt + 1u, 1u)
     }
   }
 

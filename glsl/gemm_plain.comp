@@ -43,9 +43,9 @@ void main() {
   const uint z_out = gl_WorkGroupID.z * pc.z_stride;
   const uint k_tiles = (k_len + BK - 1) / BK;
   for (uint kt = 0; kt < k_tiles; ++kt) {
-    load_tile(m0, n0, k_begin + kt * BK);
+    load_tile(m0, n0, k_begin + kt * BK, 0);
     barrier();
-    store_tile(0);
+    store_tile(0, 0);
     barrier();
     for (uint kk = 0; kk < BK; ++kk) {
       float a[TM];

@@ -37,9 +37,14 @@ const uint B_LOADS = (B_MODE == GEMM_B_PLANE) ? B_PLANE_LOADS : B_WORD_LOADS;
 const uint STAGE_VECS = A_TILE_VECS + B_TILE_VECS;
 shared uvec4 smem[STAGES * STAGE_VECS];
 
-// Registers holding the next tile between its global load and its store.
+// Registers holding the next tile between its global load and its store;
+// set 1 holds the tile after it where the includer prefetches two tiles
+// ahead (every call names its set with a literal, so the arrays stay in
+// registers).
 uvec4 a_regs[A_LOADS];
 uvec4 b_regs[B_LOADS];  // bitmaps: .x = word, .y = 1 when in range
+uvec4 a_regs1[A_LOADS];
+uvec4 b_regs1[B_LOADS];
 
 // Eight signs (bits 0..7 of `b`, 1 = +1) as eight f16 ±1: 0x3c00 | sign << 15.
 uvec4 expand8(uint b) {
@@ -50,20 +55,22 @@ uvec4 expand8(uint b) {
                0x3c003c00u | ((nb & 64u) << 9) | ((nb & 128u) << 24));
 }
 
-void load_tile(uint m0, uint n0, uint k0) {
+void load_tile(uint m0, uint n0, uint k0, uint set) {
   const uint tid = gl_LocalInvocationIndex;
   [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
     const uint v = tid + i * WG_SIZE;
     const uint row = v / (BK / 8);
     const uint col = k0 + (v % (BK / 8)) * 8;
-    a_regs[i] = (m0 + row < pc.m && col < pc.k) ? act[((m0 + row) * pc.lda + col) / 8] : uvec4(0);
+    const uvec4 v4 = (m0 + row < pc.m && col < pc.k) ? act[((m0 + row) * pc.lda + col) / 8] : uvec4(0);
+    if (set == 0u) a_regs[i] = v4; else a_regs1[i] = v4;
   }
   if (B_MODE == GEMM_B_PLANE) {
     [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
       const uint v = tid + i * WG_SIZE;
       const uint row = v / (BK / 8);
       const uint col = k0 + (v % (BK / 8)) * 8;
-      b_regs[i] = (n0 + row < pc.n && col < pc.k) ? plane[((n0 + row) * pc.ldb + col) / 8] : uvec4(0);
+      const uvec4 v4 = (n0 + row < pc.n && col < pc.k) ? plane[((n0 + row) * pc.ldb + col) / 8] : uvec4(0);
+      if (set == 0u) b_regs[i] = v4; else b_regs1[i] = v4;
     }
   } else {
     [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
@@ -83,7 +90,8 @@ void load_tile(uint m0, uint n0, uint k0) {
         ok = ok && kk < pc.k && n < pc.n;
         index = kk * pc.ldb + n / 32;
       }
-      b_regs[i] = uvec4(ok ? bits[index] >> shift : 0u, ok ? 1u : 0u, 0u, 0u);
+      const uvec4 w4 = uvec4(ok ? bits[index] >> shift : 0u, ok ? 1u : 0u, 0u, 0u);
+      if (set == 0u) b_regs[i] = w4; else b_regs1[i] = w4;
     }
   }
 }
@@ -91,18 +99,18 @@ void load_tile(uint m0, uint n0, uint k0) {
 uint a_base_of(uint stage) { return stage * STAGE_VECS; }
 uint b_base_of(uint stage) { return stage * STAGE_VECS + A_TILE_VECS; }
 
-void store_tile(uint stage) {
+void store_tile(uint stage, uint set) {
   const uint tid = gl_LocalInvocationIndex;
   const uint a_base = a_base_of(stage);
   [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
     const uint v = tid + i * WG_SIZE;
-    smem[a_base + ((v / (BK / 8)) * SA + (v % (BK / 8)) * 8) / 8] = a_regs[i];
+    smem[a_base + ((v / (BK / 8)) * SA + (v % (BK / 8)) * 8) / 8] = set == 0u ? a_regs[i] : a_regs1[i];
   }
   const uint b_base = b_base_of(stage);
   if (B_MODE == GEMM_B_PLANE) {
     [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
       const uint v = tid + i * WG_SIZE;
-      smem[b_base + ((v / (BK / 8)) * SB + (v % (BK / 8)) * 8) / 8] = b_regs[i];
+      smem[b_base + ((v / (BK / 8)) * SB + (v % (BK / 8)) * 8) / 8] = set == 0u ? b_regs[i] : b_regs1[i];
     }
   } else {
     [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
@@ -114,8 +122,9 @@ void store_tile(uint stage) {
         } else {
           first = (v / (BN / 32)) * SBT + (v % (BN / 32)) * 32;
         }
-        const uint w = b_regs[i].x;
-        const bool ok = b_regs[i].y != 0u;
+        const uvec4 w4 = set == 0u ? b_regs[i] : b_regs1[i];
+        const uint w = w4.x;
+        const bool ok = w4.y != 0u;
         [[unroll]] for (uint q = 0; q < KCHUNK / 8; ++q) {
           smem[b_base + first / 8 + q] = ok ? expand8(w >> (8 * q)) : uvec4(0);
         }

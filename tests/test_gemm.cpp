@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/generators/catch_generators_range.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <bit>
 #include <cstdlib>
 #include <string>
@@ -296,6 +297,40 @@ GPU_TEST("K tiles of 16: half bitmap words, f64, bitmaps ≡ plane, split-K laye
       }
     }
   }
+}
+
+GPU_TEST("K tiles prefetched two ahead equal one ahead bit for bit; bad prefetch refused", "[gemm]") {
+  // 1, 2, 3 and 5 K tiles (the loop steps two tiles at a time, each with
+  // its own register set), alone and in split-K layers, one and two stages
+  const GemmKernel kernel = GemmKernel::coopmat;
+  if (!device_has_gemm_kernel(ctx.caps(), kernel)) return;  // (lavapipe and the H200 have it)
+  const std::uint32_t m = 70, n = 96;
+  GemmTile tile = gemm_tile_for(ctx, m, n, 512, kernel);
+  for (const std::uint32_t stages : {1u, 2u}) {
+    tile.stages = stages;
+    for (const std::uint32_t k_tiles : {1u, 2u, 3u, 5u}) {
+      const std::uint32_t k = k_tiles * tile.bk;
+      for (const std::uint32_t splits : {1u, 2u}) {
+        if (splits > 1 && k_tiles < 2) continue;
+        for (const GemmB mode : {GemmB::plane, GemmB::bits_n, GemmB::bits_t}) {
+          const Problem p = make_problem(ctx, m, n, k, mode, 130 + k_tiles);
+          const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+          tile.prefetch = 1;
+          const auto one = run_gemm(ctx, p, shape, &tile);
+          tile.prefetch = 2;
+          INFO(tile.to_string() << ", " << to_string(mode) << ", k " << k << ", " << splits << " layers");
+          const auto two = run_gemm(ctx, p, shape, &tile);
+          CHECK(vkt::rel_error(two, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+          CHECK(vkt::count_bit_diffs(one, two) == 0);
+        }
+      }
+    }
+  }
+  tile.prefetch = 3;
+  CHECK_THROWS_WITH(check_gemm_tile(ctx, tile), Catch::Matchers::ContainsSubstring("prefetch must be 1 or 2"));
+  GemmTile plain = gemm_tile_for(ctx, m, n, 512, GemmKernel::plain);
+  plain.prefetch = 2;
+  CHECK_THROWS_WITH(check_gemm_tile(ctx, plain), Catch::Matchers::ContainsSubstring("prefetch is the cooperative-matrix kernel's"));
 }
 
 GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]") {

@@ -1,7 +1,7 @@
 // vkblr-bench — GPU timings of vkblr's kernels (GPU timestamps, medians).
 //
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
-//                    [--tile bm,bn,bk,wm,wn,stages]... [--reps N] [--warmup N] [--check] [--stats]
+//                    [--tile bm,bn,bk,wm,wn,stages[,prefetch]]... [--reps N] [--warmup N] [--check] [--stats]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
@@ -37,7 +37,10 @@ vkblr::GemmTile parse_tile(const std::string& s, vkblr::GemmKernel kernel) {
   char c = 0;
   std::istringstream in(s);
   in >> t.bm >> c >> t.bn >> c >> t.bk >> c >> t.wm >> c >> t.wn >> c >> t.stages;
-  if (in.fail()) throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages, got " + s);
+  if (!in.fail() && in >> c) in >> t.prefetch;  // optional seventh field
+  if (in.fail() || !(in >> std::ws).eof()) {
+    throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages[,prefetch], got " + s);
+  }
   return t;
 }
 
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
   bench::GemmBenchOptions gopt;
   gemm->add_option("--shape", shapes, "MxNxK (repeatable)");
   gemm->add_option("--mode", modes, "plane, bits_n, bits_t, plain")->delimiter(',');
-  gemm->add_option("--tile", tiles, "bm,bn,bk,wm,wn,stages (repeatable; default: the library's choice)");
+  gemm->add_option("--tile", tiles, "bm,bn,bk,wm,wn,stages[,prefetch] (repeatable; default: the library's choice)");
   gemm->add_option("--reps", gopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
   gemm->add_option("--warmup", gopt.warmup, "untimed runs of the whole batch first");
   gemm->add_flag("--check", gopt.check, "compare 256 sampled outputs of each case with an f64 host product");

@@ -87,13 +87,16 @@ GemmKernel default_gemm_kernel(const Context& ctx);
 
 // A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups
 // of WM × WN each; stages = 2: the next K tile is loaded while the current
-// one is multiplied. coopmat2: one workgroup-scope BM × BN accumulator, the
+// one is multiplied; prefetch = K tiles in flight in registers (1: the next
+// tile, 2: the one after it too; 0: by mode — bitmaps 2, the plane 1, as
+// measured on the H200). coopmat2: one workgroup-scope BM × BN accumulator, the
 // workgroup as many subgroups as WM × WN blocks fit, stages = the K steps
 // unrolled over whole tiles.
 // plain: invocations of WM × WN outputs each.
 struct GemmTile {
   std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
   GemmKernel kernel = GemmKernel::plain;
+  std::uint32_t prefetch = 0;  // coopmat only
   std::string to_string() const;
 };
 

@@ -60,6 +60,10 @@ std::string tile_problem(const Caps& caps, const GemmTile& t) {
   } else if (t.stages != 1 && t.stages != 2) {
     return std::format("gemm tile {}: stages must be 1 or 2", s);
   }
+  if (t.prefetch > 2) return std::format("gemm tile {}: prefetch must be 1 or 2 (0: by mode)", s);
+  if (t.prefetch != 0 && t.kernel != GemmKernel::coopmat) {
+    return std::format("gemm tile {}: prefetch is the cooperative-matrix kernel's (0 here)", s);
+  }
   if (t.bm % t.wm != 0 || t.bn % t.wn != 0) return std::format("gemm tile {}: bm, bn must be multiples of wm, wn", s);
   if (t.bk % 16 != 0 || t.bn % 32 != 0) {
     return std::format("gemm tile {}: bk must be a multiple of 16 and bn of 32 (bitmap words)", s);
@@ -108,7 +112,8 @@ GemmTile parse_tile(const char* text, GemmKernel kernel) {
   char sep = 0;
   std::istringstream in(text);
   in >> t.bm >> sep >> t.bn >> sep >> t.bk >> sep >> t.wm >> sep >> t.wn >> sep >> t.stages;
-  require(!in.fail(), "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages", text);
+  if (!in.fail() && in >> sep) in >> t.prefetch;  // optional seventh field
+  require(!in.fail() && (in >> std::ws).eof(), "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages[,prefetch]", text);
   return t;
 }
 
@@ -166,8 +171,8 @@ std::string GemmTile::to_string() const {
   if (kernel == GemmKernel::coopmat2) {
     return std::format("{}x{}x{} workgroup scope, subgroups {}x{}, unroll {}", bm, bn, bk, wm, wn, stages);
   }
-  return std::format("{}x{}x{} {} {}x{} stages {}", bm, bn, bk, kernel == GemmKernel::coopmat ? "subgroups" : "threads",
-                     wm, wn, stages);
+  return std::format("{}x{}x{} {} {}x{} stages {}{}", bm, bn, bk, kernel == GemmKernel::coopmat ? "subgroups" : "threads",
+                     wm, wn, stages, prefetch ? std::format(" prefetch {}", prefetch) : "");
 }
 
 void check_gemm_tile(const Context& ctx, const GemmTile& t) {
@@ -299,6 +304,13 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
             {GEMM_SPEC_WM, tile.wm},   {GEMM_SPEC_WN, tile.wn},
             {GEMM_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
             {GEMM_SPEC_STAGES, tile.stages}};
+    // K tiles in flight: on the H200 (2026-12-03) two ahead made the blr
+    // step's bitmap GEMMs 5 % faster (17 more registers: a word and 16
+    // halves of A) and the plane 10-13 % slower (32 more, past the
+    // register budget); docs/benchmarks.md
+    if (tile.kernel == GemmKernel::coopmat) {
+      spec.push_back({GEMM_SPEC_PREFETCH, tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u)});
+    }
   }
   detail::KernelOptions options;
   detail::KernelId id = detail::KernelId::gemm_plain;
