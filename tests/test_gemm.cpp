@@ -333,6 +333,22 @@ GPU_TEST("K tiles prefetched two ahead equal one ahead bit for bit; bad prefetch
   CHECK_THROWS_WITH(check_gemm_tile(ctx, plain), Catch::Matchers::ContainsSubstring("prefetch is the cooperative-matrix kernel's"));
 }
 
+GPU_TEST("VKBLR_GEMM_TILE: six fields, an optional prefetch, anything else refused", "[gemm]") {
+  const vkt::ScopedEnv tile_switch("VKBLR_GEMM_TILE", "64,64,32,32,32,2");
+  GemmTile t = gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat);
+  CHECK((t.bm == 64 && t.bn == 64 && t.bk == 32 && t.wm == 32 && t.wn == 32 && t.stages == 2 && t.prefetch == 0));
+  tile_switch.set("64,64,32,32,32,1,2");
+  t = gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat);
+  CHECK((t.stages == 1 && t.prefetch == 2));
+  CHECK(t.to_string().find("prefetch 2") != std::string::npos);
+  for (const char* bad : {"64,64,32", "64,64,32,32,32,1,", "64,64,32,32,32,1,x", "64,64,32,32,32,1,2,9", "64,64,32,32,32,1 junk"}) {
+    INFO(bad);
+    tile_switch.set(bad);
+    CHECK_THROWS_WITH(gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat),
+                      Catch::Matchers::ContainsSubstring("expected bm,bn,bk,wm,wn,stages[,prefetch]"));
+  }
+}
+
 GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]") {
   const Problem p = make_problem(ctx, 64, 64, 4096, GemmB::plane, 5);
   Buffer out = ctx.buffer(64 * 64 * 4);

@@ -37,8 +37,11 @@ vkblr::GemmTile parse_tile(const std::string& s, vkblr::GemmKernel kernel) {
   char c = 0;
   std::istringstream in(s);
   in >> t.bm >> c >> t.bn >> c >> t.bk >> c >> t.wm >> c >> t.wn >> c >> t.stages;
-  if (!in.fail() && in >> c) in >> t.prefetch;  // optional seventh field
-  if (in.fail() || !(in >> std::ws).eof()) {
+  bool ok = !in.fail();
+  if (ok && !(in >> std::ws).eof()) {  // an optional seventh field, then nothing
+    ok = static_cast<bool>(in >> c >> t.prefetch) && c == ',' && (in >> std::ws).eof();
+  }
+  if (!ok) {
     throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages[,prefetch], got " + s);
   }
   return t;

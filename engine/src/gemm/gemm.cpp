@@ -112,8 +112,11 @@ GemmTile parse_tile(const char* text, GemmKernel kernel) {
   char sep = 0;
   std::istringstream in(text);
   in >> t.bm >> sep >> t.bn >> sep >> t.bk >> sep >> t.wm >> sep >> t.wn >> sep >> t.stages;
-  if (!in.fail() && in >> sep) in >> t.prefetch;  // optional seventh field
-  require(!in.fail() && (in >> std::ws).eof(), "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages[,prefetch]", text);
+  bool ok = !in.fail();
+  if (ok && !(in >> std::ws).eof()) {  // an optional seventh field, then nothing
+    ok = static_cast<bool>(in >> sep >> t.prefetch) && sep == ',' && (in >> std::ws).eof();
+  }
+  require(ok, "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages[,prefetch]", text);
   return t;
 }
 
