@@ -46,7 +46,7 @@ layout(local_size_x_id = GEMM_SPEC_WG_SIZE) in;
 
 layout(set = 0, binding = 0) readonly buffer Act { uvec4 act[]; };
 layout(set = 0, binding = 1) readonly buffer Plane { uvec4 plane[]; };
-layout(set = 0, binding = 2) readonly buffer Bits { uint bits[]; };
+layout(set = 0, binding = 2) readonly buffer Bits { uvec4 bits[]; };  // bitmap words, four per element
 layout(set = 0, binding = 3) buffer Out { float outv[]; };
 
 #include "gemm_tile.glsl"
