@@ -40,6 +40,7 @@ VKBLR_PUSH(GemmPush) {
 #define GEMM_SPEC_STAGES 11
 #define GEMM_SPEC_EPI_COLS 12  // coopmat epilogue: columns staged per chunk
 #define GEMM_SPEC_PREFETCH 13  // coopmat: K tiles in flight in registers (1 or 2)
+#define GEMM_SPEC_WORD_GROUP 14  // coopmat bits_n: bitmap words read per 16-byte load (1 or 4)
 
 // Specialization constants of gemm_coopmat2.comp: ids 0..5, all given on
 // every pipeline. (Dense ids: with gaps, the Khronos layer's check of

@@ -9,7 +9,8 @@
 // two) is loaded into registers while the current one is multiplied, then
 // stored: with STAGES = 2 into the other buffer (one barrier per tile), with
 // STAGES = 1 into the same one between two barriers. Each A fragment is reused
-// across the subgroup's WN/FN columns. The epilogue goes through shared
+// across the subgroup's WN/FN columns. bits_n with WORD_GROUP = 4 reads each
+// row's bitmap words four K tiles at a time (gemm_tile.glsl). The epilogue goes through shared
 // memory in column chunks of EPI_COLS: every subgroup stores its fragments
 // of the chunk (uniform control flow), then the workgroup writes the chunk's
 // in-range elements with 16-byte coalesced rows, so rows past m and columns
@@ -42,6 +43,7 @@ layout(constant_id = GEMM_SPEC_WN) const uint WN = 64;
 layout(constant_id = GEMM_SPEC_B_MODE) const uint B_MODE = GEMM_B_PLANE;
 layout(constant_id = GEMM_SPEC_STAGES) const uint STAGES = 2;
 layout(constant_id = GEMM_SPEC_EPI_COLS) const uint EPI_COLS = 64;
+layout(constant_id = GEMM_SPEC_WORD_GROUP) const uint WORD_GROUP = 1;
 layout(local_size_x_id = GEMM_SPEC_WG_SIZE) in;
 
 layout(set = 0, binding = 0) readonly buffer Act { uvec4 act[]; };
@@ -57,13 +59,26 @@ const uint CR = WM / FM;  // accumulator rows per subgroup
 const uint CC = WN / FN;  // accumulator columns per subgroup
 
 // One K step: tile KT multiplied from its shared-memory stage; the tile after
-// it, held in register set SET, stored for the next step (see main).
-#define K_STEP(KT, SET)                                                                                   \
+// it, held in register set SET, stored for the next step (see main). POS =
+// KT % 4 as a literal where WORD_GROUP = 4 (PREFETCH = 2): step 4g moves
+// group g of bitmap words to grp_cur and loads group g+1; tile KT+2's word
+// is then component (POS+2) % 4 of grp_cur (POS 0, 1) or grp_next (2, 3).
+#define K_STEP(KT, SET, POS)                                                                              \
   {                                                                                                       \
     const uint kt_ = KT;                                                                                  \
     const uint stage = STAGES == 2 ? (kt_ & 1u) : 0u;                                                     \
     const bool more = kt_ + 1u < k_tiles;                                                                 \
-    if (PREFETCH == 2u) {                                                                                 \
+    if (WORD_GROUP == 4u) {                                                                               \
+      if ((POS) == 0u) {                                                                                  \
+        advance_word_group();                                                                             \
+        if (kt_ + 4u < k_tiles) load_word_group(n0, (k_begin + (kt_ + 4u) * BK) / 32u);                   \
+      }                                                                                                   \
+      if (kt_ + 2u < k_tiles) {                                                                           \
+        const uint k2_ = k_begin + (kt_ + 2u) * BK;                                                       \
+        load_a(m0, k2_, (SET) ^ 1u);                                                                      \
+        take_word(n0, k2_, (SET) ^ 1u, (POS) >= 2u, ((POS) + 2u) & 3u);                                   \
+      }                                                                                                   \
+    } else if (PREFETCH == 2u) {                                                                          \
       if (kt_ + 2u < k_tiles) load_tile(m0, n0, k_begin + (kt_ + 2u) * BK, (SET) ^ 1u);                   \
     } else if (more) {                                                                                    \
       load_tile(m0, n0, k_begin + (kt_ + 1u) * BK, SET);                                                  \
@@ -120,14 +135,35 @@ void main() {
   // into its own set and stores it after the multiply; PREFETCH = 2: tile
   // kt+1 is already in the step's set, and the step loads tile kt+2 into
   // the other one, so each global load has two steps to land.
-  load_tile(m0, n0, k_begin, 0u);
-  store_tile(0, 0u);
-  barrier();
-  if (PREFETCH == 2u && k_tiles > 1u) load_tile(m0, n0, k_begin + BK, 0u);
-  for (uint kt = 0; kt < k_tiles; kt += 2) {
-    K_STEP(kt, 0u)
-    if (kt + 1u < k_tiles) {
-      K_STEP(kt + 1u, 1u)
+  //
+  // WORD_GROUP = 4: the same with the loop unrolled by four, so each step's
+  // group component is a literal (k_tiles is a multiple of 4 there).
+  if (WORD_GROUP == 4u) {
+    load_word_group(n0, k_begin / 32u);
+    load_a(m0, k_begin, 0u);
+    take_word(n0, k_begin, 0u, true, 0u);
+    store_tile(0, 0u);
+    barrier();
+    if (k_tiles > 1u) {
+      load_a(m0, k_begin + BK, 0u);
+      take_word(n0, k_begin + BK, 0u, true, 1u);
+    }
+    for (uint kt = 0; kt < k_tiles; kt += 4) {
+      K_STEP(kt, 0u, 0u)
+      K_STEP(kt + 1u, 1u, 1u)
+      K_STEP(kt + 2u, 0u, 2u)
+      K_STEP(kt + 3u, 1u, 3u)
+    }
+  } else {
+    load_tile(m0, n0, k_begin, 0u);
+    store_tile(0, 0u);
+    barrier();
+    if (PREFETCH == 2u && k_tiles > 1u) load_tile(m0, n0, k_begin + BK, 0u);
+    for (uint kt = 0; kt < k_tiles; kt += 2) {
+      K_STEP(kt, 0u, 0u)
+      if (kt + 1u < k_tiles) {
+        K_STEP(kt + 1u, 1u, 0u)
+      }
     }
   }
 

@@ -59,7 +59,7 @@ uvec4 expand8(uint b) {
                0x3c003c00u | ((nb & 64u) << 9) | ((nb & 128u) << 24));
 }
 
-void load_tile(uint m0, uint n0, uint k0, uint set) {
+void load_a(uint m0, uint k0, uint set) {
   const uint tid = gl_LocalInvocationIndex;
   [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
     const uint v = tid + i * WG_SIZE;
@@ -68,6 +68,10 @@ void load_tile(uint m0, uint n0, uint k0, uint set) {
     const uvec4 v4 = (m0 + row < pc.m && col < pc.k) ? act[((m0 + row) * pc.lda + col) / 8] : uvec4(0);
     if (set == 0u) a_regs[i] = v4; else a_regs1[i] = v4;
   }
+}
+
+void load_b(uint n0, uint k0, uint set) {
+  const uint tid = gl_LocalInvocationIndex;
   if (B_MODE == GEMM_B_PLANE) {
     [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
       const uint v = tid + i * WG_SIZE;
@@ -97,6 +101,46 @@ void load_tile(uint m0, uint n0, uint k0, uint set) {
       const uvec4 w4 = uvec4(ok ? bits_word(index) >> shift : 0u, ok ? 1u : 0u, 0u, 0u);
       if (set == 0u) b_regs[i] = w4; else b_regs1[i] = w4;
     }
+  }
+}
+
+void load_tile(uint m0, uint n0, uint k0, uint set) {
+  load_a(m0, k0, set);
+  load_b(n0, k0, set);
+}
+
+// bits_n with WORD_GROUP = 4 (BK = 32, so one word per row and tile; the
+// host sets it only where ldb and every layer's first word are multiples of
+// 4): a row's words come four K tiles at a time, one 16-byte load, words
+// w..w+3 (w a multiple of 4) of rows n0 + v into grp_next; the K loop moves
+// grp_next to grp_cur every four tiles and take_word reads a tile's word
+// from either, always by a literal component.
+uvec4 grp_cur[B_WORD_LOADS];
+uvec4 grp_next[B_WORD_LOADS];
+
+void load_word_group(uint n0, uint w) {
+  const uint tid = gl_LocalInvocationIndex;
+  [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
+    const uint v = tid + i * WG_SIZE;
+    const uint n = n0 + v;
+    grp_next[i] = (v < B_WORDS && n < pc.n && w < pc.ldb) ? bits[(n * pc.ldb + w) >> 2] : uvec4(0);
+  }
+}
+
+void advance_word_group() {
+  [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) grp_cur[i] = grp_next[i];
+}
+
+// Register set `set` <- the words of the tile at k0: component `comp` of
+// grp_next (from_next) or grp_cur.
+void take_word(uint n0, uint k0, uint set, bool from_next, uint comp) {
+  const uint tid = gl_LocalInvocationIndex;
+  [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
+    const uint v = tid + i * WG_SIZE;
+    const bool ok = v < B_WORDS && n0 + v < pc.n && k0 < pc.k;
+    const uint w = from_next ? grp_next[i][comp] : grp_cur[i][comp];
+    const uvec4 w4 = uvec4(ok ? w : 0u, ok ? 1u : 0u, 0u, 0u);
+    if (set == 0u) b_regs[i] = w4; else b_regs1[i] = w4;
   }
 }
 

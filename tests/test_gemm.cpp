@@ -333,6 +333,39 @@ GPU_TEST("K tiles prefetched two ahead equal one ahead bit for bit; bad prefetch
   CHECK_THROWS_WITH(check_gemm_tile(ctx, plain), Catch::Matchers::ContainsSubstring("prefetch is the cooperative-matrix kernel's"));
 }
 
+GPU_TEST("bits_n words read four K tiles at a time equal one at a time bit for bit", "[gemm]") {
+  // K of 4 to 20 tiles of 32 (groups advanced 0 to 4 times), alone and in
+  // split-K layers whose first words are multiples of 4 (2 layers of 128 or
+  // 256 of K: grouped) or not (2 layers of 64, 192 or 320: a word at a
+  // time, the same kernel as under VKBLR_MM_WORD_GROUPS=0); one and two
+  // stages
+  const GemmKernel kernel = GemmKernel::coopmat;
+  if (!device_has_gemm_kernel(ctx.caps(), kernel)) return;  // (lavapipe and the H200 have it)
+  const std::uint32_t m = 70, n = 96;
+  GemmTile tile = gemm_tile_for(ctx, m, n, 512, kernel);
+  REQUIRE(tile.bk == 32);
+  Buffer out = ctx.buffer(std::size_t{m} * n * 4);
+  for (const std::uint32_t stages : {1u, 2u}) {
+    tile.stages = stages;
+    for (const std::uint32_t k : {128u, 256u, 384u, 512u, 640u}) {
+      for (const std::uint32_t splits : {1u, 2u}) {
+        const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 140 + k / 32);
+        const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+        const std::uint32_t layer_k = (k / 32 + splits - 1) / splits * 32;
+        const bool grouped = layer_k % 128 == 0;
+        INFO(tile.to_string() << ", k " << k << ", " << splits << " layers");
+        const Ops by_group = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
+        const auto got = run_gemm(ctx, p, shape, &tile);
+        CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+        const vkt::ScopedEnv group_switch("VKBLR_MM_WORD_GROUPS", "0");
+        const Ops by_word = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
+        CHECK((by_group[0].kernel != by_word[0].kernel) == grouped);  // another pipeline where grouped
+        CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, &tile)) == 0);
+      }
+    }
+  }
+}
+
 GPU_TEST("VKBLR_GEMM_TILE: six fields, an optional prefetch, anything else refused", "[gemm]") {
   const vkt::ScopedEnv tile_switch("VKBLR_GEMM_TILE", "64,64,32,32,32,2");
   GemmTile t = gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat);

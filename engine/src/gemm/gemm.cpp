@@ -295,6 +295,13 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   check_gemm_tile(ctx, tile);
   const Caps& caps = ctx.caps();
   const std::uint32_t wg = workgroup_size(caps, tile);
+  // Split-K (set up after the dispatch below): layers of whole K tiles; one layer is the plain GEMM.
+  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k, shape.side_by_side);
+  require(asked <= 64, "gemm: k_splits = {} (at most 64)", asked);
+  const std::uint32_t k_tiles = detail::ceil_div(k, tile.bk);
+  const std::uint32_t k_split = detail::ceil_div(k_tiles, std::min(asked, k_tiles)) * tile.bk;
+  std::uint32_t splits = detail::ceil_div(k, k_split);
+  if (std::uint64_t{splits} * m * n > 0xffffffffull || splits > caps.max_workgroup_count[2]) splits = 1;
   std::vector<SpecConstant> spec;
   if (tile.kernel == GemmKernel::coopmat2) {  // the driver tiles the workgroup
     spec = {{GEMM2_SPEC_WG_SIZE, wg},   {GEMM2_SPEC_BM, tile.bm},
@@ -312,7 +319,15 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
     // halves of A) and the plane 10-13 % slower (32 more, past the
     // register budget); docs/benchmarks.md
     if (tile.kernel == GemmKernel::coopmat) {
-      spec.push_back({GEMM_SPEC_PREFETCH, tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u)});
+      const std::uint32_t prefetch = tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u);
+      spec.push_back({GEMM_SPEC_PREFETCH, prefetch});
+      // bits_n words four K tiles at a time (one 16-byte load per row), where
+      // every layer's words start at a multiple of 4 in rows of a multiple of
+      // 4 words: on the H200 (2026-12-04) bits_n 10-12 % faster at K >= 1024,
+      // 1-2 % at K = 512 (docs/benchmarks.md)
+      const bool group = mode == GemmB::bits_n && tile.bk == 32 && prefetch == 2 && k % 128 == 0 &&
+                         (splits == 1 || k_split % 128 == 0) && !env_is("VKBLR_MM_WORD_GROUPS", "0");
+      spec.push_back({GEMM_SPEC_WORD_GROUP, group ? 4u : 1u});
     }
   }
   detail::KernelOptions options;
@@ -350,13 +365,6 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   d.bind(0, act, Access::read);
   d.bind(mode == GemmB::plane ? 1 : 2, b, Access::read);
 
-  // Split-K: layers of whole K tiles; one layer is the plain GEMM.
-  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k, shape.side_by_side);
-  require(asked <= 64, "gemm: k_splits = {} (at most 64)", asked);
-  const std::uint32_t k_tiles = detail::ceil_div(k, tile.bk);
-  const std::uint32_t k_split = detail::ceil_div(k_tiles, std::min(asked, k_tiles)) * tile.bk;
-  std::uint32_t splits = detail::ceil_div(k, k_split);
-  if (std::uint64_t{splits} * m * n > 0xffffffffull || splits > caps.max_workgroup_count[2]) splits = 1;
   if (splits == 1) {
     d.set_push(p).bind(3, out, shape.accumulate ? Access::read_write : Access::write);
     return {d};
