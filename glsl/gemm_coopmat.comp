@@ -10,14 +10,14 @@
 // stored: with STAGES = 2 into the other buffer (one barrier per tile), with
 // STAGES = 1 into the same one between two barriers. Each A fragment is reused
 // across the subgroup's WN/FN columns. bits_n with WORD_GROUP = 4 reads each
-// row's bitmap words four K tiles at a time (gemm_tile.glsl). The epilogue goes through shared
-// memory in column chunks of EPI_COLS: every subgroup stores its fragments
-// of the chunk (uniform control flow), then the workgroup writes the chunk's
-// in-range elements with 16-byte coalesced rows, so rows past m and columns
-// past n are never written and `oscale`/accumulate are applied with the
-// same f32 operations wherever a tile sits. (Storing and writing one
-// fragment at a time per subgroup needs a subgroup op after divergent
-// writes, which lavapipe gets wrong.)
+// row's bitmap words four K tiles at a time (gemm_tile.glsl). The epilogue
+// goes through shared memory in column chunks of EPI_COLS: every subgroup
+// stores its fragments of the chunk (uniform control flow), then the
+// workgroup writes the chunk's in-range elements with 16-byte coalesced
+// rows, so rows past m and columns past n are never written and
+// `oscale`/accumulate are applied with the same f32 operations wherever a
+// tile sits. (Storing and writing one fragment at a time per subgroup
+// needs a subgroup op after divergent writes, which lavapipe gets wrong.)
 //
 // Summation order of an output: K tiles in order, FK-wide fragment products
 // in order within a tile: fixed for a given configuration, so the bitmap
@@ -58,6 +58,18 @@ layout(constant_id = GEMM_SPEC_PREFETCH) const uint PREFETCH = 1;
 const uint CR = WM / FM;  // accumulator rows per subgroup
 const uint CC = WN / FN;  // accumulator columns per subgroup
 
+// Register set `set` <- the K tile at k0; where WORD_GROUP = 4 (which
+// implies PREFETCH = 2) its bitmap words are component `comp` of grp_next
+// (from_next) or grp_cur, both literals at every call.
+void load_next(uint m0, uint n0, uint k0, uint set, bool from_next, uint comp) {
+  load_a(m0, k0, set);
+  if (WORD_GROUP == 4u) {
+    take_word(n0, k0, set, from_next, comp);
+  } else {
+    load_b(n0, k0, set);
+  }
+}
+
 // One K step: tile KT multiplied from its shared-memory stage; the tile after
 // it, held in register set SET, stored for the next step (see main). POS =
 // KT % 4 as a literal where WORD_GROUP = 4 (PREFETCH = 2): step 4g moves
@@ -68,18 +80,14 @@ const uint CC = WN / FN;  // accumulator columns per subgroup
     const uint kt_ = KT;                                                                                  \
     const uint stage = STAGES == 2 ? (kt_ & 1u) : 0u;                                                     \
     const bool more = kt_ + 1u < k_tiles;                                                                 \
-    if (WORD_GROUP == 4u) {                                                                               \
-      if ((POS) == 0u) {                                                                                  \
+    if (PREFETCH == 2u) {                                                                                 \
+      if (WORD_GROUP == 4u && (POS) == 0u) {                                                              \
         advance_word_group();                                                                             \
         if (kt_ + 4u < k_tiles) load_word_group(n0, (k_begin + (kt_ + 4u) * BK) / 32u);                   \
       }                                                                                                   \
       if (kt_ + 2u < k_tiles) {                                                                           \
-        const uint k2_ = k_begin + (kt_ + 2u) * BK;                                                       \
-        load_a(m0, k2_, (SET) ^ 1u);                                                                      \
-        take_word(n0, k2_, (SET) ^ 1u, (POS) >= 2u, ((POS) + 2u) & 3u);                                   \
+        load_next(m0, n0, k_begin + (kt_ + 2u) * BK, (SET) ^ 1u, (POS) >= 2u, ((POS) + 2u) & 3u);         \
       }                                                                                                   \
-    } else if (PREFETCH == 2u) {                                                                          \
-      if (kt_ + 2u < k_tiles) load_tile(m0, n0, k_begin + (kt_ + 2u) * BK, (SET) ^ 1u);                   \
     } else if (more) {                                                                                    \
       load_tile(m0, n0, k_begin + (kt_ + 1u) * BK, SET);                                                  \
     }                                                                                                     \
@@ -137,17 +145,14 @@ void main() {
   // the other one, so each global load has two steps to land.
   //
   // WORD_GROUP = 4: the same with the loop unrolled by four, so each step's
-  // group component is a literal (k_tiles is a multiple of 4 there).
+  // group component is a literal (k_tiles is a multiple of 4 there); group
+  // 0 is loaded first and gives tiles 0 and 1 their words.
+  if (WORD_GROUP == 4u) load_word_group(n0, k_begin / 32u);
+  load_next(m0, n0, k_begin, 0u, true, 0u);
+  store_tile(0, 0u);
+  barrier();
+  if (PREFETCH == 2u && k_tiles > 1u) load_next(m0, n0, k_begin + BK, 0u, true, 1u);
   if (WORD_GROUP == 4u) {
-    load_word_group(n0, k_begin / 32u);
-    load_a(m0, k_begin, 0u);
-    take_word(n0, k_begin, 0u, true, 0u);
-    store_tile(0, 0u);
-    barrier();
-    if (k_tiles > 1u) {
-      load_a(m0, k_begin + BK, 0u);
-      take_word(n0, k_begin + BK, 0u, true, 1u);
-    }
     for (uint kt = 0; kt < k_tiles; kt += 4) {
       K_STEP(kt, 0u, 0u)
       K_STEP(kt + 1u, 1u, 1u)
@@ -155,10 +160,6 @@ void main() {
       K_STEP(kt + 3u, 1u, 3u)
     }
   } else {
-    load_tile(m0, n0, k_begin, 0u);
-    store_tile(0, 0u);
-    barrier();
-    if (PREFETCH == 2u && k_tiles > 1u) load_tile(m0, n0, k_begin + BK, 0u);
     for (uint kt = 0; kt < k_tiles; kt += 2) {
       K_STEP(kt, 0u, 0u)
       if (kt + 1u < k_tiles) {
