@@ -58,9 +58,9 @@ layout(constant_id = GEMM_SPEC_PREFETCH) const uint PREFETCH = 1;
 const uint CR = WM / FM;  // accumulator rows per subgroup
 const uint CC = WN / FN;  // accumulator columns per subgroup
 
-// Register set `set` <- the K tile at k0; where WORD_GROUP = 4 (which
-// implies PREFETCH = 2) its bitmap words are component `comp` of grp_next
-// (from_next) or grp_cur, both literals at every call.
+// Register set `set` <- the K tile at k0; where WORD_GROUP = 4 its bitmap
+// words are component `comp` of grp_next (from_next) or grp_cur, both
+// literals at every call.
 void load_next(uint m0, uint n0, uint k0, uint set, bool from_next, uint comp) {
   load_a(m0, k0, set);
   if (WORD_GROUP == 4u) {
@@ -72,24 +72,26 @@ void load_next(uint m0, uint n0, uint k0, uint set, bool from_next, uint comp) {
 
 // One K step: tile KT multiplied from its shared-memory stage; the tile after
 // it, held in register set SET, stored for the next step (see main). POS =
-// KT % 4 as a literal where WORD_GROUP = 4 (PREFETCH = 2): step 4g moves
-// group g of bitmap words to grp_cur and loads group g+1; tile KT+2's word
-// is then component (POS+2) % 4 of grp_cur (POS 0, 1) or grp_next (2, 3).
+// KT % 4 as a literal where WORD_GROUP = 4: step 4g moves group g of bitmap
+// words to grp_cur and loads group g+1; the tile loaded in the step, KT+2
+// (PREFETCH = 2) or KT+1 (PREFETCH = 1), then takes its word from grp_cur
+// while it lies in group g, else from grp_next: component (POS+2) % 4 or
+// (POS+1) % 4.
 #define K_STEP(KT, SET, POS)                                                                              \
   {                                                                                                       \
     const uint kt_ = KT;                                                                                  \
     const uint stage = STAGES == 2 ? (kt_ & 1u) : 0u;                                                     \
     const bool more = kt_ + 1u < k_tiles;                                                                 \
+    if (WORD_GROUP == 4u && (POS) == 0u) {                                                                \
+      advance_word_group();                                                                               \
+      if (kt_ + 4u < k_tiles) load_word_group(n0, (k_begin + (kt_ + 4u) * BK) / 32u);                     \
+    }                                                                                                     \
     if (PREFETCH == 2u) {                                                                                 \
-      if (WORD_GROUP == 4u && (POS) == 0u) {                                                              \
-        advance_word_group();                                                                             \
-        if (kt_ + 4u < k_tiles) load_word_group(n0, (k_begin + (kt_ + 4u) * BK) / 32u);                   \
-      }                                                                                                   \
       if (kt_ + 2u < k_tiles) {                                                                           \
         load_next(m0, n0, k_begin + (kt_ + 2u) * BK, (SET) ^ 1u, (POS) >= 2u, ((POS) + 2u) & 3u);         \
       }                                                                                                   \
     } else if (more) {                                                                                    \
-      load_tile(m0, n0, k_begin + (kt_ + 1u) * BK, SET);                                                  \
+      load_next(m0, n0, k_begin + (kt_ + 1u) * BK, SET, (POS) == 3u, ((POS) + 1u) & 3u);                  \
     }                                                                                                     \
     const uint a_base = a_base_of(stage);                                                                 \
     const uint b_base = b_base_of(stage);                                                                 \

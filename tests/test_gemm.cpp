@@ -338,7 +338,7 @@ GPU_TEST("bits_n words read four K tiles at a time equal one at a time bit for b
   // split-K layers whose first words are multiples of 4 (2 layers of 128 or
   // 256 of K: grouped) or not (2 layers of 64, 192 or 320: a word at a
   // time, the same kernel as under VKBLR_MM_WORD_GROUPS=0); one and two
-  // stages
+  // stages; the next tile or the next two in flight
   const GemmKernel kernel = GemmKernel::coopmat;
   if (!device_has_gemm_kernel(ctx.caps(), kernel)) return;  // (lavapipe and the H200 have it)
   const std::uint32_t m = 70, n = 96;
@@ -347,20 +347,23 @@ GPU_TEST("bits_n words read four K tiles at a time equal one at a time bit for b
   Buffer out = ctx.buffer(std::size_t{m} * n * 4);
   for (const std::uint32_t stages : {1u, 2u}) {
     tile.stages = stages;
-    for (const std::uint32_t k : {128u, 256u, 384u, 512u, 640u}) {
-      for (const std::uint32_t splits : {1u, 2u}) {
-        const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 140 + k / 32);
-        const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
-        const std::uint32_t layer_k = (k / 32 + splits - 1) / splits * 32;
-        const bool grouped = layer_k % 128 == 0;
-        INFO(tile.to_string() << ", k " << k << ", " << splits << " layers");
-        const Ops by_group = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
-        const auto got = run_gemm(ctx, p, shape, &tile);
-        CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
-        const vkt::ScopedEnv group_switch("VKBLR_MM_WORD_GROUPS", "0");
-        const Ops by_word = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
-        CHECK((by_group[0].kernel != by_word[0].kernel) == grouped);  // another pipeline where grouped
-        CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, &tile)) == 0);
+    for (const std::uint32_t prefetch : {1u, 2u}) {
+      tile.prefetch = prefetch;
+      for (const std::uint32_t k : {128u, 256u, 384u, 512u, 640u}) {
+        for (const std::uint32_t splits : {1u, 2u}) {
+          const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 140 + k / 32);
+          const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+          const std::uint32_t layer_k = (k / 32 + splits - 1) / splits * 32;
+          const bool grouped = layer_k % 128 == 0;
+          INFO(tile.to_string() << ", k " << k << ", " << splits << " layers");
+          const Ops by_group = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
+          const auto got = run_gemm(ctx, p, shape, &tile);
+          CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+          const vkt::ScopedEnv group_switch("VKBLR_MM_WORD_GROUPS", "0");
+          const Ops by_word = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
+          CHECK((by_group[0].kernel != by_word[0].kernel) == grouped);  // another pipeline where grouped
+          CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, &tile)) == 0);
+        }
       }
     }
   }

@@ -325,7 +325,7 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
       // every layer's words start at a multiple of 4 in rows of a multiple of
       // 4 words: on the H200 (2026-12-04) bits_n 10-12 % faster at K >= 1024,
       // 1-2 % at K = 512 (docs/benchmarks.md)
-      const bool group = mode == GemmB::bits_n && tile.bk == 32 && prefetch == 2 && k % 128 == 0 &&
+      const bool group = mode == GemmB::bits_n && tile.bk == 32 && k % 128 == 0 &&
                          (splits == 1 || k_split % 128 == 0) && !env_is("VKBLR_MM_WORD_GROUPS", "0");
       spec.push_back({GEMM_SPEC_WORD_GROUP, group ? 4u : 1u});
     }
