@@ -147,13 +147,31 @@ void take_word(uint n0, uint k0, uint set, bool from_next, uint comp) {
 uint a_base_of(uint stage) { return stage * STAGE_VECS; }
 uint b_base_of(uint stage) { return stage * STAGE_VECS + A_TILE_VECS; }
 
-void store_tile(uint stage, uint set) {
+// Bitmaps: register set `set`'s words as ±1 halves (zeros where out of
+// range), 8 halves per uvec4, KCHUNK halves per word.
+uvec4 b_signs[B_WORD_LOADS][KCHUNK / 8];
+
+void expand_b(uint set) {
+  [[unroll]] for (uint i = 0; i < B_WORD_LOADS; ++i) {
+    const uvec4 w4 = set == 0u ? b_regs[i] : b_regs1[i];
+    const uint w = w4.x;
+    const bool ok = w4.y != 0u;
+    [[unroll]] for (uint q = 0; q < KCHUNK / 8; ++q) b_signs[i][q] = ok ? expand8(w >> (8 * q)) : uvec4(0);
+  }
+}
+
+void store_a(uint stage, uint set) {
   const uint tid = gl_LocalInvocationIndex;
   const uint a_base = a_base_of(stage);
   [[unroll]] for (uint i = 0; i < A_LOADS; ++i) {
     const uint v = tid + i * WG_SIZE;
     smem[a_base + ((v / (BK / 8)) * SA + (v % (BK / 8)) * 8) / 8] = set == 0u ? a_regs[i] : a_regs1[i];
   }
+}
+
+// The plane from register set `set`; bitmaps from b_signs (expand_b first).
+void store_b(uint stage, uint set) {
+  const uint tid = gl_LocalInvocationIndex;
   const uint b_base = b_base_of(stage);
   if (B_MODE == GEMM_B_PLANE) {
     [[unroll]] for (uint i = 0; i < B_PLANE_LOADS; ++i) {
@@ -170,13 +188,18 @@ void store_tile(uint stage, uint set) {
         } else {
           first = (v / (BN / 32)) * SBT + (v % (BN / 32)) * 32;
         }
-        const uvec4 w4 = set == 0u ? b_regs[i] : b_regs1[i];
-        const uint w = w4.x;
-        const bool ok = w4.y != 0u;
-        [[unroll]] for (uint q = 0; q < KCHUNK / 8; ++q) {
-          smem[b_base + first / 8 + q] = ok ? expand8(w >> (8 * q)) : uvec4(0);
-        }
+        [[unroll]] for (uint q = 0; q < KCHUNK / 8; ++q) smem[b_base + first / 8 + q] = b_signs[i][q];
       }
     }
   }
+}
+
+// A's vectors stored first, then every bitmap word expanded, then B stored:
+// on the H200 (2026-12-04) this order ran bits_n 3-5 % and bits_t 0-2 %
+// faster than expanding and storing 8 signs at a time, and expanding
+// before A's stores ran bits_t 7-9 % slower (docs/benchmarks.md).
+void store_tile(uint stage, uint set) {
+  store_a(stage, set);
+  if (B_MODE != GEMM_B_PLANE) expand_b(set);
+  store_b(stage, set);
 }
