@@ -319,8 +319,7 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
     // halves of A) and the plane 10-13 % slower (32 more, past the
     // register budget); docs/benchmarks.md
     if (tile.kernel == GemmKernel::coopmat) {
-      const std::uint32_t prefetch = tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u);
-      spec.push_back({GEMM_SPEC_PREFETCH, prefetch});
+      spec.push_back({GEMM_SPEC_PREFETCH, tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u)});
       // bits_n words four K tiles at a time (one 16-byte load per row), where
       // every layer's words start at a multiple of 4 in rows of a multiple of
       // 4 words: on the H200 (2026-12-04) bits_n 10-12 % faster at K >= 1024,
