@@ -3,22 +3,33 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <span>
 #include <string>
 #include <string_view>
 
 namespace vkblr::fit {
 
-// An open file for reading at offsets. Throws vkblr::Error naming the path:
-// "cannot open PATH: No such file or directory" when it cannot be opened (or
-// is a directory); "PATH: truncated: ..." when a read ends past its size.
+// An open regular file for reading at offsets. Only regular files are
+// opened (a symlink to one is fine): a FIFO, device, socket or directory is
+// refused before any read, so a pipe cannot block and /dev/zero cannot be
+// read forever, and a FIFO is opened non-blocking (no writer needed) to be
+// refused. Throws vkblr::Error naming the path:
+//   "cannot open PATH: No such file or directory" (and every other error of
+//     the system, a symlink loop included);
+//   "cannot open PATH: it is a directory" / "...: it is a FIFO, not a regular
+//     file" (and the other kinds);
+//   "PATH: truncated: ..." when a read ends past the size it had at open;
+//   "PATH: changed while being read: ..." when its size is no longer that.
+// Closes the file when it goes.
 class InputFile {
  public:
   explicit InputFile(std::string path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
 
   const std::string& path() const { return path_; }
-  std::uint64_t size() const { return size_; }
+  std::uint64_t size() const { return size_; }  // at open
 
   // Fills `out` with the bytes [offset, offset + out.size()); `what` names
   // them in the error ("the header", "tensor 'w'").
@@ -26,7 +37,7 @@ class InputFile {
 
  private:
   std::string path_;
-  std::ifstream stream_;
+  int fd_ = -1;
   std::uint64_t size_ = 0;
 };
 

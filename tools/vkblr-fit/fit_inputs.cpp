@@ -11,7 +11,10 @@
 namespace vkblr::fit {
 
 Matrix read_matrix_file(const std::string& path, const std::string& tensor, const char* what) {
-  require(std::filesystem::exists(path), "{} file {} does not exist", what, path);
+  // A path that cannot be examined (a symlink loop, no permission) is left
+  // to the reader, whose error names the path and the cause.
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec) || ec, "{} file {} does not exist", what, path);
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".npy") {
     require(tensor.empty(), "{} file {} is .npy: it has no tensor names (drop --tensor)", what, path);
