@@ -5,6 +5,7 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cstring>
 #include <filesystem>
+#include <format>
 
 #include "support/fit_files.hpp"
 #include "support/host.hpp"
@@ -13,6 +14,8 @@
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -163,9 +166,11 @@ TEST_CASE("safetensors: bad files are refused with a message naming them", "[fit
   }
   SECTION("not JSON") {
     CHECK_THAT(refusal(safetensors_bytes("not json", "")), ContainsSubstring("does not start with '{'"));
-    CHECK_THAT(refusal(safetensors_bytes(R"({"a": {"dtype": "F32",)", "")), ContainsSubstring("bad JSON header"));
+    CHECK_THAT(refusal(safetensors_bytes(R"({"a": {"dtype": "F32",)", "")), ContainsSubstring("header: bad JSON"));
     CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} x)", good_data)),
-               ContainsSubstring("bad JSON header"));
+               ContainsSubstring("header: bad JSON"));
+    CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,1e400]}})", good_data)),
+               ContainsSubstring("header: bad JSON: number overflow"));
   }
   SECTION("malformed entries") {
     CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", good_data)),
@@ -179,6 +184,58 @@ TEST_CASE("safetensors: bad files are refused with a message naming them", "[fit
     CHECK_THAT(refusal(safetensors_bytes(R"({"a":7})", good_data)), ContainsSubstring("not an object"));
     CHECK_THAT(refusal(safetensors_bytes(R"({"__metadata__":{"k":1}})", "")),
                ContainsSubstring("__metadata__ 'k' is 1, not a string"));
+  }
+  SECTION("nesting deeper than the format's three levels") {
+    // Before, the message dumped the value recursively: a stack overflow.
+    for (const std::size_t depth : {2, 100000}) {
+      const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+      CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,8]}})",
+                                           good_data)),
+                 ContainsSubstring("header: JSON nested more than 3 levels deep"));
+      CHECK_THAT(refusal(safetensors_bytes(R"({"__metadata__":{"k":)" + deep + "}}", "")),
+                 ContainsSubstring("nested more than 3 levels"));
+    }
+    CHECK_THAT(
+        refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":{"y":[]}}})", good_data)),
+        ContainsSubstring("nested more than 3 levels"));
+  }
+  SECTION("a tensor name or __metadata__ twice (nlohmann kept the last)") {
+    CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                         R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                         good_data)),
+               ContainsSubstring("header: key 'a' appears twice in one object"));
+    CHECK_THAT(refusal(safetensors_bytes(R"({"__metadata__":{"k":"v"},"__metadata__":{"k":"w"}})", "")),
+               ContainsSubstring("key '__metadata__' appears twice"));
+    CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                         good_data)),
+               ContainsSubstring("key 'dtype' appears twice"));
+  }
+  SECTION("messages quote a bad value's first bytes only") {
+    const std::string big(1 << 20, '7');
+    const auto short_refusal = [&](const std::string& bytes, const std::string& expected) {
+      const std::string message = refusal(bytes);
+      CHECK_THAT(message, ContainsSubstring(expected) && ContainsSubstring("…"));
+      CHECK(message.size() < path.size() + 600);
+    };
+    short_refusal(safetensors_bytes(R"({"__metadata__":{"k":[")" + big + R"("]}})", ""),
+                  R"(__metadata__ 'k' is ["777)");
+    short_refusal(safetensors_bytes(R"({"__metadata__":{")" + big + R"(":1}})", ""), "__metadata__ '777");
+    short_refusal(safetensors_bytes(R"({"a":{"dtype":")" + big + R"(","shape":[2],"data_offsets":[0,8]}})", good_data),
+                  "unknown dtype '777");
+    std::string shape = "[1";
+    for (int i = 0; i < 100000; ++i) shape += ",-1";
+    short_refusal(
+        safetensors_bytes(R"({"a":{"dtype":"F32","shape":)" + shape + R"(],"data_offsets":[0,8]}})", good_data),
+        "has shape [1, -1, -1");
+    short_refusal(safetensors_bytes(R"({")" + big + R"(":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                    good_data.substr(0, 5)),
+                  "tensor '777");
+    short_refusal(safetensors_bytes(R"({")" + big +
+                                        R"(":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                        R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                    good_data),
+                  "tensors '777");
+    short_refusal(safetensors_bytes(R"({")" + big + R"(":3})", ""), "header entry '777");
   }
   SECTION("unknown dtype") {
     CHECK_THAT(refusal(safetensors_bytes(R"({"a":{"dtype":"F128","shape":[2],"data_offsets":[0,8]}})", good_data)),
@@ -209,6 +266,23 @@ TEST_CASE("safetensors: bad files are refused with a message naming them", "[fit
     CHECK_THAT(refusal(safetensors_bytes(good_header, good_data + "junk")),
                ContainsSubstring("bytes [8, 12) after the last tensor"));
   }
+}
+
+TEST_CASE("safetensors: messages listing a file's tensors stay short", "[fit][errors]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("many.safetensors");
+  const std::vector<float> one = {1.0f};
+  SafetensorsWriter writer;
+  for (int i = 0; i < 1003; ++i) writer.add_f32(std::format("t{:04}", i), {1}, one);
+  writer.add_f32("z", std::vector<std::uint64_t>(1000, 1), one);  // 1000 dimensions of 1
+  writer.write(path);
+  SafetensorsReader reader(path);
+  const std::string message = vkt::error_of([&] { reader.tensor("absent"); });
+  CHECK_THAT(message, ContainsSubstring("t0999 F32 [1]") && ContainsSubstring("... and 4 more"));
+  CHECK(message.find("t1000") == std::string::npos);
+  const std::string described = reader.tensor("z").describe();
+  CHECK_THAT(described, StartsWith("z F32 [1, 1, 1") && EndsWith(", …]"));
+  CHECK(described.size() < 300);
 }
 
 TEST_CASE("safetensors: reading a tensor as another type is refused", "[fit]") {

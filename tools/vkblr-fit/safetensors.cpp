@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/json_input.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"
@@ -49,9 +51,16 @@ std::string known_dtypes() {
   return s;
 }
 
+// "[4096, 1024]"; a shape of a great many dimensions is cut short ("…").
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (s.size() > kExcerptBytes) {
+      s += ", …";
+      break;
+    }
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
   return s + "]";
 }
 
@@ -74,9 +83,16 @@ std::optional<std::uint64_t> byte_count(Dtype dtype, std::uint64_t count) {
 }
 
 constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;  // as the reference implementation
+// The header object, a tensor entry, its shape or data_offsets array.
+constexpr std::size_t kMaxHeaderDepth = 3;
+// tensor_list() names at most this many (a model shard has hundreds).
+constexpr std::size_t kMaxListedTensors = 1000;
 
-TensorInfo parse_entry(const std::string& path, const std::string& name, const nlohmann::json& j) {
-  require(j.is_object(), "{}: header entry '{}' is not an object", path, name);
+// `name` and every value quoted from the header are cut short (excerpt);
+// messages whose arguments take work are built only on failure.
+TensorInfo parse_entry(const std::string& path, const std::string& full_name, const nlohmann::json& j) {
+  const std::string name = excerpt(full_name);
+  if (!j.is_object()) fail("{}: header entry '{}' is {}, not an object", path, name, json_excerpt(j));
   const auto dtype_it = j.find("dtype");
   const auto shape_it = j.find("shape");
   const auto offsets_it = j.find("data_offsets");
@@ -85,40 +101,46 @@ TensorInfo parse_entry(const std::string& path, const std::string& name, const n
   require(dtype_it->is_string(), "{}: tensor '{}' has a dtype that is not a string", path, name);
   const auto& dtype_str = dtype_it->get_ref<const std::string&>();
   const auto dtype = parse_dtype(dtype_str);
-  require(dtype.has_value(), "{}: tensor '{}' has unknown dtype '{}' (known: {})", path, name, dtype_str,
-          known_dtypes());
+  if (!dtype)
+    fail("{}: tensor '{}' has unknown dtype '{}' (known: {})", path, name, excerpt(dtype_str), known_dtypes());
   TensorInfo info;
-  info.name = name;
+  info.name = full_name;
   info.dtype = *dtype;
   require(shape_it->is_array(), "{}: tensor '{}' has a shape that is not an array", path, name);
   for (const auto& d : *shape_it) {
-    require(d.is_number_unsigned(), "{}: tensor '{}' has shape {}: dimensions must be non-negative integers", path,
-            name, shape_it->dump());
+    if (!d.is_number_unsigned()) {
+      fail("{}: tensor '{}' has shape {}: dimensions must be non-negative integers", path, name,
+           json_excerpt(*shape_it));
+    }
     info.shape.push_back(d.get<std::uint64_t>());
   }
-  require(offsets_it->is_array() && offsets_it->size() == 2 && (*offsets_it)[0].is_number_unsigned() &&
-              (*offsets_it)[1].is_number_unsigned(),
-          "{}: tensor '{}' has data_offsets {}: want [begin, end], non-negative integers", path, name,
-          offsets_it->dump());
+  if (!offsets_it->is_array() || offsets_it->size() != 2 || !(*offsets_it)[0].is_number_unsigned() ||
+      !(*offsets_it)[1].is_number_unsigned()) {
+    fail("{}: tensor '{}' has data_offsets {}: want [begin, end], non-negative integers", path, name,
+         json_excerpt(*offsets_it));
+  }
   info.begin = (*offsets_it)[0].get<std::uint64_t>();
   info.end = (*offsets_it)[1].get<std::uint64_t>();
   require(info.begin <= info.end, "{}: tensor '{}' has data_offsets [{}, {}]: begin after end", path, name,
           info.begin, info.end);
   const auto count = checked_element_count(info.shape);
   const auto bytes = count ? byte_count(info.dtype, *count) : std::nullopt;
-  require(bytes.has_value(), "{}: tensor '{}' has shape {} of {}: not a whole number of bytes, or too large", path,
-          name, shape_text(info.shape), dtype_str);
-  require(*bytes == info.end - info.begin,
-          "{}: tensor '{}' is {} {}: {} bytes, but its data_offsets [{}, {}] hold {} bytes", path, name, dtype_str,
-          shape_text(info.shape), *bytes, info.begin, info.end, info.end - info.begin);
+  if (!bytes) {
+    fail("{}: tensor '{}' has shape {} of {}: not a whole number of bytes, or too large", path, name,
+         shape_text(info.shape), dtype_str);
+  }
+  if (*bytes != info.end - info.begin) {
+    fail("{}: tensor '{}' is {} {}: {} bytes, but its data_offsets [{}, {}] hold {} bytes", path, name, dtype_str,
+         shape_text(info.shape), *bytes, info.begin, info.end, info.end - info.begin);
+  }
   return info;
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const nlohmann::json& j) {
-  require(j.is_object(), "{}: __metadata__ is not an object", path);
+  if (!j.is_object()) fail("{}: __metadata__ is {}, not an object of strings", path, json_excerpt(j));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : j.items()) {
-    require(value.is_string(), "{}: __metadata__ '{}' is {}, not a string", path, key, value.dump());
+    if (!value.is_string()) fail("{}: __metadata__ '{}' is {}, not a string", path, excerpt(key), json_excerpt(value));
     out.emplace(key, value.get<std::string>());
   }
   return out;
@@ -127,10 +149,12 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
 // The byte ranges must tile [0, data_bytes) exactly.
 void check_layout(const std::string& path, const std::vector<TensorInfo>& tensors, std::uint64_t data_bytes) {
   for (const auto& t : tensors) {
-    require(t.end <= data_bytes,
-            "{}: tensor '{}' has data_offsets [{}, {}] past the end of the data ({} bytes): the file is truncated "
-            "or corrupt",
-            path, t.name, t.begin, t.end, data_bytes);
+    if (t.end > data_bytes) {
+      fail(
+          "{}: tensor '{}' has data_offsets [{}, {}] past the end of the data ({} bytes): the file is truncated "
+          "or corrupt",
+          path, excerpt(t.name), t.begin, t.end, data_bytes);
+    }
   }
   std::vector<const TensorInfo*> by_offset;
   for (const auto& t : tensors) by_offset.push_back(&t);
@@ -140,9 +164,9 @@ void check_layout(const std::string& path, const std::vector<TensorInfo>& tensor
   std::uint64_t covered = 0;
   const TensorInfo* previous = nullptr;
   for (const TensorInfo* t : by_offset) {
-    if (previous != nullptr) {
-      require(t->begin >= previous->end, "{}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", path, previous->name,
-              previous->begin, previous->end, t->name, t->begin, t->end);
+    if (previous != nullptr && t->begin < previous->end) {
+      fail("{}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", path, excerpt(previous->name), previous->begin,
+           previous->end, excerpt(t->name), t->begin, t->end);
     }
     require(t->begin == covered, "{}: data bytes [{}, {}) belong to no tensor", path, covered, t->begin);
     covered = t->end;
@@ -174,7 +198,9 @@ unsigned dtype_bits(Dtype dtype) { return entry_of(dtype).bits; }
 
 std::uint64_t TensorInfo::element_count() const { return checked_element_count(shape).value_or(0); }
 
-std::string TensorInfo::describe() const { return name + " " + std::string(dtype_name(dtype)) + " " + shape_text(shape); }
+std::string TensorInfo::describe() const {
+  return excerpt(name) + " " + std::string(dtype_name(dtype)) + " " + shape_text(shape);
+}
 
 SafetensorsReader::SafetensorsReader(std::string path) : file_(std::move(path)) {
   const std::string& p = file_.path();
@@ -192,12 +218,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : file_(std::move(path)) 
   std::string header(header_bytes, '\0');
   file_.read_at(8, std::as_writable_bytes(std::span(header)), "the header");
   require(!header.empty() && header[0] == '{', "{}: the header does not start with '{{': not a safetensors file?", p);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: bad JSON header: {}", p, e.what());
-  }
+  const nlohmann::json j = parse_untrusted_json(header, kMaxHeaderDepth, p + ": header");
   require(j.is_object(), "{}: the header is not a JSON object", p);
   for (const auto& [key, value] : j.items()) {
     if (key == "__metadata__") {
@@ -217,7 +238,8 @@ const TensorInfo* SafetensorsReader::find(std::string_view name) const {
 
 std::string SafetensorsReader::tensor_list() const {
   std::string s;
-  for (const auto& t : tensors_) s += "\n  " + t.describe();
+  for (std::size_t i = 0; i < tensors_.size() && i < kMaxListedTensors; ++i) s += "\n  " + tensors_[i].describe();
+  if (tensors_.size() > kMaxListedTensors) s += std::format("\n  ... and {} more", tensors_.size() - kMaxListedTensors);
   return s;
 }
 
@@ -233,14 +255,15 @@ const TensorInfo& SafetensorsReader::tensor(std::string_view name) const {
 const TensorInfo& SafetensorsReader::choose(std::string_view name) const {
   if (!name.empty()) return tensor(name);
   require(!tensors_.empty(), "{} holds no tensors", path());
-  require(tensors_.size() == 1, "{} holds {} tensors: name one (--tensor NAME); its tensors are:{}", path(),
-          tensors_.size(), tensor_list());
+  if (tensors_.size() != 1) {
+    fail("{} holds {} tensors: name one (--tensor NAME); its tensors are:{}", path(), tensors_.size(), tensor_list());
+  }
   return tensors_.front();
 }
 
 std::vector<std::byte> SafetensorsReader::read_bytes(const TensorInfo& tensor) {
   std::vector<std::byte> bytes(tensor.end - tensor.begin);
-  file_.read_at(data_start_ + tensor.begin, bytes, "tensor '" + tensor.name + "'");
+  file_.read_at(data_start_ + tensor.begin, bytes, "tensor '" + excerpt(tensor.name) + "'");
   return bytes;
 }
 
@@ -262,14 +285,16 @@ std::vector<float> SafetensorsReader::read_f32(const TensorInfo& tensor) {
       return {wide.begin(), wide.end()};
     }
     default:
-      fail("{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path(), tensor.name,
+      fail("{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path(), excerpt(tensor.name),
            dtype_name(tensor.dtype));
   }
 }
 
 Matrix SafetensorsReader::read_matrix(const TensorInfo& tensor) {
-  require(tensor.shape.size() == 2, "{}: tensor '{}' has shape {} ({}-D); a matrix must be 2-D", path(), tensor.name,
-          shape_text(tensor.shape), tensor.shape.size());
+  if (tensor.shape.size() != 2) {
+    fail("{}: tensor '{}' has shape {} ({}-D); a matrix must be 2-D", path(), excerpt(tensor.name),
+         shape_text(tensor.shape), tensor.shape.size());
+  }
   Matrix m;
   m.rows = tensor.shape[0];
   m.cols = tensor.shape[1];
@@ -278,12 +303,16 @@ Matrix SafetensorsReader::read_matrix(const TensorInfo& tensor) {
 }
 
 std::vector<std::uint32_t> SafetensorsReader::read_u32(const TensorInfo& tensor) {
-  require(tensor.dtype == Dtype::U32, "{}: tensor '{}' is {}, not U32", path(), tensor.name, dtype_name(tensor.dtype));
+  if (tensor.dtype != Dtype::U32) {
+    fail("{}: tensor '{}' is {}, not U32", path(), excerpt(tensor.name), dtype_name(tensor.dtype));
+  }
   return bytes_as<std::uint32_t>(read_bytes(tensor));
 }
 
 std::vector<std::uint16_t> SafetensorsReader::read_u16(const TensorInfo& tensor) {
-  require(tensor.dtype == Dtype::U16, "{}: tensor '{}' is {}, not U16", path(), tensor.name, dtype_name(tensor.dtype));
+  if (tensor.dtype != Dtype::U16) {
+    fail("{}: tensor '{}' is {}, not U16", path(), excerpt(tensor.name), dtype_name(tensor.dtype));
+  }
   return bytes_as<std::uint16_t>(read_bytes(tensor));
 }
 
