@@ -68,6 +68,23 @@ std::string le_bytes(T value) {
   return s;
 }
 
+// A .npy file as numpy.save writes it: magic, version `major`.0, header
+// length (u16 for 1.0, u32 otherwise), the dict padded with spaces and a
+// newline to a multiple of 64 bytes, the data.
+inline std::string npy_bytes(int major, const std::string& dict, const std::string& data) {
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  const std::size_t prefix = 8 + length_bytes;
+  std::string header = dict;
+  while ((prefix + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(major);
+  out += '\0';
+  out += major == 1 ? le_bytes<std::uint16_t>(static_cast<std::uint16_t>(header.size()))
+                    : le_bytes<std::uint32_t>(static_cast<std::uint32_t>(header.size()));
+  return out + header + data;
+}
+
 // The message of the vkblr::Error that `f` throws; fails the test when it
 // throws nothing or something else.
 template <class F>

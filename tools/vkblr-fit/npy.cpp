@@ -4,6 +4,7 @@
 #include <bit>
 #include <cctype>
 #include <cstring>
+#include <format>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "vkblr-fit/binary_file.hpp"
+#include "vkblr-fit/excerpt.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/half.hpp"
 
@@ -20,12 +22,16 @@ namespace vkblr::fit {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
+// numpy's own limit (numpy.lib.format's max_header_size): a float array's
+// header is about 120 bytes; a longer one is refused before it is read.
+constexpr std::uint32_t kMaxHeaderBytes = 10000;
 
 // A value of the header dict: a string, a bool, or a tuple of integers.
 using HeaderValue = std::variant<std::string, bool, std::vector<std::uint64_t>>;
 
 // Parses the dict literal that numpy writes: {'key': value, ...} with
-// values 'string', True/False or (int, ...). Throws naming the file.
+// values 'string', True/False or (int, ...). Throws naming the file; its
+// messages quote the header's first kExcerptBytes bytes at most.
 class HeaderParser {
  public:
   HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
@@ -43,11 +49,14 @@ class HeaderParser {
       }
     }
     skip_space();
-    require(pos_ == text_.size(), "{}: bad .npy header: text after the dict: {}", path_, text_);
+    if (pos_ != text_.size()) bad("text after the dict", pos_);
     return out;
   }
 
  private:
+  [[noreturn]] void bad(std::string_view what, std::size_t column) const {
+    fail("{}: bad .npy header: {} at column {}: {}", path_, what, column, excerpt(text_));
+  }
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
@@ -60,15 +69,14 @@ class HeaderParser {
     return false;
   }
   void expect(char c) {
-    require(accept(c), "{}: bad .npy header: expected '{}' at column {}: {}", path_, c, pos_, text_);
+    if (!accept(c)) bad(std::format("expected '{}'", c), pos_);
   }
   std::string quoted() {
     skip_space();
-    require(pos_ < text_.size() && (text_[pos_] == '\'' || text_[pos_] == '"'),
-            "{}: bad .npy header: expected a string at column {}: {}", path_, pos_, text_);
+    if (pos_ == text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) bad("expected a string", pos_);
     const char quote = text_[pos_++];
     const std::size_t close = text_.find(quote, pos_);
-    require(close != std::string_view::npos, "{}: bad .npy header: unterminated string: {}", path_, text_);
+    if (close == std::string_view::npos) bad("unterminated string", pos_ - 1);
     std::string s(text_.substr(pos_, close - pos_));
     pos_ = close + 1;
     return s;
@@ -79,11 +87,10 @@ class HeaderParser {
     std::uint64_t v = 0;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
       const auto digit = static_cast<std::uint64_t>(text_[pos_++] - '0');
-      require(v <= (std::numeric_limits<std::uint64_t>::max() - digit) / 10, "{}: bad .npy header: a dimension overflows: {}",
-              path_, text_);
+      if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) bad("a dimension overflows", start);
       v = v * 10 + digit;
     }
-    require(pos_ > start, "{}: bad .npy header: expected a non-negative integer at column {}: {}", path_, start, text_);
+    if (pos_ == start) bad("expected a non-negative integer", start);
     if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;  // Python 2's long suffix
     return v;
   }
@@ -98,8 +105,7 @@ class HeaderParser {
       pos_ += 5;
       return false;
     }
-    require(accept('('), "{}: bad .npy header: expected a string, True, False or a tuple at column {}: {}", path_, pos_,
-            text_);
+    if (!accept('(')) bad("expected a string, True, False or a tuple", pos_);
     std::vector<std::uint64_t> tuple;
     while (!accept(')')) {
       tuple.push_back(integer());
@@ -153,23 +159,26 @@ Matrix read_npy_matrix(const std::string& path) {
   const std::uint64_t header_start = 8 + length_bytes;
   require(header_bytes <= file.size() - header_start,
           "{}: header length {} is past the end of the file ({} bytes): truncated?", path, header_bytes, file.size());
+  require(header_bytes <= kMaxHeaderBytes, "{}: header length {} is over numpy's limit of {} bytes: not a float array?",
+          path, header_bytes, kMaxHeaderBytes);
   std::string header(header_bytes, '\0');
   file.read_at(header_start, std::as_writable_bytes(std::span(header)), "the header");
 
   const auto dict = HeaderParser(header, path).dict();
   for (const auto& [key, value] : dict) {
     require(key == "descr" || key == "fortran_order" || key == "shape", "{}: bad .npy header: unknown key '{}'", path,
-            key);
+            excerpt(key));
   }
   const auto& descr = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
   const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
   const auto& shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
 
   std::string_view type = descr;
-  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ('<f4')", path, descr);
+  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ('<f4')", path,
+          excerpt(descr));
   if (type.starts_with('<') || type.starts_with('=')) type.remove_prefix(1);
   require(type == "f4" || type == "f2" || type == "f8", "{}: dtype '{}' is not supported (want '<f4', '<f2' or '<f8')",
-          path, descr);
+          path, excerpt(descr));
   const std::size_t item_bytes = type == "f4" ? 4 : type == "f2" ? 2 : 8;
   require(!fortran, "{}: the array is in Fortran order: save it in C order (numpy.ascontiguousarray)", path);
   require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
