@@ -152,7 +152,18 @@ TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]
              ContainsSubstring("'scale_dtype' = 'BF16'"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["bpw"] = "0.5"; }), ContainsSubstring("metadata 'bpw' = '0.5'"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["command_line"] = "vkblr-fit --bpw 1"; }),
-             ContainsSubstring("'command_line' is not a JSON array"));
+             ContainsSubstring("metadata 'command_line': bad JSON"));
+  // Before, nlohmann's "[json.exception.type_error.302] type must be string, but is number".
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["command_line"] = R"(["vkblr-fit", 1])"; }),
+             ContainsSubstring("metadata 'command_line': '[1]' is 1 (a number), want a string"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["command_line"] = R"({"a": "b"})"; }),
+             ContainsSubstring(R"(metadata 'command_line' is {"a": "b"} (an object), want an array)"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) {
+               md["command_line"] = std::string(1000000, '[') + std::string(1000000, ']');
+             }),
+             ContainsSubstring("metadata 'command_line': JSON nested more than 16 levels deep"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["m"] = std::string(100000, '4'); }),
+             ContainsSubstring("'m' = '444") && ContainsSubstring("…' is not a u32"));
   CHECK_THAT(refusal([](Tensors& t, Metadata&) { std::erase_if(t, [](auto& x) { return x.info.name == "path1.g"; }); }),
              ContainsSubstring("no tensor 'path1.g'") && ContainsSubstring("path1.l F16 [64]"));
   CHECK_THAT(refusal([](Tensors& t, Metadata&) {

@@ -93,7 +93,8 @@ TEST_CASE("checkpoint: bad names and foreign or damaged files are refused", "[fi
   write_with("format_version", "7", false);
   CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring("checkpoint format version '7'"));
   write_with("checkpoint", "{not json", false);
-  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring("bad checkpoint metadata JSON"));
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring(path + ": checkpoint metadata: bad JSON"));
   write_with("checkpoint", "{}", true);
   CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring("'i I32 [2]' is not F32, U32 or U16"));
 
@@ -101,4 +102,43 @@ TEST_CASE("checkpoint: bad names and foreign or damaged files are refused", "[fi
   const std::string bytes = vkt::read_raw_file(path);
   vkt::write_raw_file(path, bytes.substr(0, bytes.size() - 10));
   CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring(path) && ContainsSubstring("truncated"));
+}
+
+TEST_CASE("checkpoint: metadata JSON nested too deep, with repeated keys or not an object is refused",
+          "[fit][errors]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("c.ckpt");
+  const auto with_metadata = [&](const std::string& json) {
+    SafetensorsWriter w;
+    w.set_metadata("format", "vkblr-fit-checkpoint");
+    w.set_metadata("format_version", "1");
+    w.set_metadata("checkpoint", json);
+    w.write(path);
+  };
+  const auto nested = [](std::size_t depth) {
+    return "{\"a\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  with_metadata(nested(16));  // the bound: 16 levels
+  CHECK(read_checkpoint(path).metadata.is_object());
+  // Before, a million levels parsed, then comparing or dumping it overflowed the stack.
+  for (const std::size_t depth : {17, 1000000}) {
+    with_metadata(nested(depth));
+    CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+               ContainsSubstring(path + ": checkpoint metadata: JSON nested more than 16 levels deep"));
+  }
+  with_metadata(R"({"next_step": 1, "next_step": 1000})");  // before, the last one won
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring("checkpoint metadata: key 'next_step' appears twice"));
+  with_metadata("[1, 2]");
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring(path + ": checkpoint metadata is [1, 2] (an array), want an object"));
+  with_metadata("[1e999]");
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring("checkpoint metadata: bad JSON"));
+  SafetensorsWriter other;
+  other.set_metadata("format", std::string(100000, 'f'));
+  other.write(path);
+  const std::string message = vkt::error_of([&] { read_checkpoint(path); });
+  CHECK_THAT(message,
+             ContainsSubstring("not a vkblr-fit checkpoint (metadata 'format' is 'fff") && ContainsSubstring("…"));
+  CHECK(message.size() < path.size() + 300);
 }

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/json_input.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/half.hpp"
@@ -42,8 +44,8 @@ std::uint32_t metadata_u32(const SafetensorsReader& reader, const std::string& k
   const std::string text = metadata_value(reader, key);
   std::uint32_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  require(ec == std::errc{} && end == text.data() + text.size(), "{}: metadata '{}' = '{}' is not a u32",
-          reader.path(), key, text);
+  require(ec == std::errc{} && end == text.data() + text.size(), "{}: metadata '{}' = '{}' is not a u32", reader.path(),
+          key, excerpt(text));
   return value;
 }
 
@@ -86,11 +88,12 @@ void write_blr_result(const std::string& path, const BlrResult& result) {
 BlrResult read_blr_result(const std::string& path) {
   SafetensorsReader reader(path);
   const std::string format = metadata_value(reader, "format");
-  require(format == kFormat, "{}: not a vkblr-fit result (metadata 'format' is '{}', want '{}')", path, format,
+  require(format == kFormat, "{}: not a vkblr-fit result (metadata 'format' is '{}', want '{}')", path, excerpt(format),
           kFormat);
   const std::string version = metadata_value(reader, "format_version");
   require(version == std::to_string(kBlrResultFormatVersion),
-          "{}: result format version '{}'; this build reads version {}", path, version, kBlrResultFormatVersion);
+          "{}: result format version '{}'; this build reads version {}", path, excerpt(version),
+          kBlrResultFormatVersion);
 
   BlrResult result;
   result.shape = {metadata_u32(reader, "m"), metadata_u32(reader, "n"), metadata_u32(reader, "rank"),
@@ -98,18 +101,18 @@ BlrResult read_blr_result(const std::string& path) {
   check_layer_shape(result.shape, path);
   const std::string scale_dtype_text = metadata_value(reader, "scale_dtype");
   require(scale_dtype_text == "F16" || scale_dtype_text == "F32", "{}: metadata 'scale_dtype' = '{}', want F16 or F32",
-          path, scale_dtype_text);
+          path, excerpt(scale_dtype_text));
   result.scale_dtype = scale_dtype_text == "F16" ? ScaleDtype::f16 : ScaleDtype::f32;
   const std::string recorded_bpw = metadata_value(reader, "bpw");
   const std::string actual_bpw = std::format("{}", bits_per_weight(result.shape, result.scale_dtype).total);
-  require(recorded_bpw == actual_bpw, "{}: metadata 'bpw' = '{}' but its layer takes {} bpw", path, recorded_bpw,
-          actual_bpw);
+  require(recorded_bpw == actual_bpw, "{}: metadata 'bpw' = '{}' but its layer takes {} bpw", path,
+          excerpt(recorded_bpw), actual_bpw);
   result.tool_version = metadata_value(reader, "tool_version");
-  try {
-    result.command_line = nlohmann::json::parse(metadata_value(reader, "command_line")).get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: metadata 'command_line' is not a JSON array of strings: {}", path, e.what());
-  }
+  const std::string command_line_where = path + ": metadata 'command_line'";
+  const nlohmann::json command_line =
+      parse_untrusted_json(metadata_value(reader, "command_line"), kMaxMetadataJsonDepth, command_line_where);
+  const JsonField arguments(command_line, command_line_where);
+  for (std::size_t i = 0; i < arguments.size(); ++i) result.command_line.push_back(arguments[i].string());
 
   const LayerShape& s = result.shape;
   const Dtype stored_scale_dtype = result.scale_dtype == ScaleDtype::f16 ? Dtype::F16 : Dtype::F32;
@@ -134,7 +137,8 @@ BlrResult read_blr_result(const std::string& path) {
     result.paths.push_back(std::move(path_init));
   }
   for (const TensorInfo& t : reader.tensors()) {
-    require(expected.contains(t.name), "{}: unexpected tensor '{}' in a {}-path result", path, t.name, s.paths);
+    require(expected.contains(t.name), "{}: unexpected tensor '{}' in a {}-path result", path, excerpt(t.name),
+            s.paths);
   }
   check_scales_storable(path, result);
   return result;

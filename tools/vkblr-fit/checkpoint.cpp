@@ -1,5 +1,7 @@
 #include "vkblr-fit/checkpoint.hpp"
 
+#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/json_input.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/error.hpp"
 
@@ -31,16 +33,15 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 Checkpoint read_checkpoint(const std::string& path) {
   SafetensorsReader reader(path);
   const std::string format = metadata_value(reader, "format");
-  require(format == kFormat, "{}: not a vkblr-fit checkpoint (metadata 'format' is '{}')", path, format);
+  require(format == kFormat, "{}: not a vkblr-fit checkpoint (metadata 'format' is '{}')", path, excerpt(format));
   const std::string version = metadata_value(reader, "format_version");
   require(version == std::to_string(kCheckpointFormatVersion),
-          "{}: checkpoint format version '{}'; this build reads version {}", path, version, kCheckpointFormatVersion);
+          "{}: checkpoint format version '{}'; this build reads version {}", path, excerpt(version),
+          kCheckpointFormatVersion);
   Checkpoint checkpoint;
-  try {
-    checkpoint.metadata = nlohmann::json::parse(metadata_value(reader, "checkpoint"));
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("{}: bad checkpoint metadata JSON: {}", path, e.what());
-  }
+  checkpoint.metadata =
+      parse_untrusted_json(metadata_value(reader, "checkpoint"), kMaxMetadataJsonDepth, path + ": checkpoint metadata");
+  JsonField(checkpoint.metadata, path + ": checkpoint metadata").require_object();
   for (const TensorInfo& t : reader.tensors()) {
     require(t.shape.size() == 1, "{}: checkpoint array '{}' is not 1-D", path, t.describe());
     switch (t.dtype) {

@@ -5,7 +5,10 @@
 // bit (NaN payloads included); the metadata as "checkpoint" = its JSON text
 // beside "format" = "vkblr-fit-checkpoint" and "format_version" = "1".
 // JSON numbers round-trip exactly (shortest round-trip decimal); NaN and
-// infinity are not JSON and are written as null.
+// infinity are not JSON and are written as null. The metadata is a JSON
+// object nested at most kMaxMetadataJsonDepth (16) levels, without repeated
+// keys; read its fields with JsonField (json_input.hpp), whose errors name
+// the file and the field.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +22,7 @@ namespace vkblr::fit {
 inline constexpr int kCheckpointFormatVersion = 1;
 
 struct Checkpoint {
-  nlohmann::json metadata;  // any JSON value (step, seeds, schedule, ...)
+  nlohmann::json metadata;  // a JSON object (step, seeds, schedule, ...)
   std::map<std::string, std::vector<float>> f32;
   std::map<std::string, std::vector<std::uint32_t>> u32;
   std::map<std::string, std::vector<std::uint16_t>> u16;  // e.g. bf16 optimizer state
@@ -30,8 +33,9 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Throws vkblr::Error naming the file: not a checkpoint, another format
-// version, bad metadata JSON, a tensor that is not a 1-D F32/U32/U16
-// (and every safetensors error).
+// version, bad metadata JSON (nested too deep, a repeated key, not an
+// object), a tensor that is not a 1-D F32/U32/U16 (and every safetensors
+// error).
 Checkpoint read_checkpoint(const std::string& path);
 
 }  // namespace vkblr::fit
