@@ -2,11 +2,14 @@
 // one bit for bit; a planted layer is recovered close to its noise floor;
 // inputs that do not fit are refused with a message.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
+#include <functional>
 
 #include "support/fit_files.hpp"
 #include "support/gpu.hpp"
 #include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/checkpoint.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/npy.hpp"
 #include "vkblr-fit/random.hpp"
@@ -15,6 +18,7 @@
 #include "vkblr-fit/synthetic.hpp"
 
 using namespace vkblr;
+using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
@@ -158,4 +162,33 @@ GPU_TEST("vkblr-fit recovers a planted layer near its noise floor", "[fit][gpu][
   const double floor = std::sqrt(noise_sq / signal_sq);
   INFO("init " << report.init.output << ", trained " << report.trained.output << ", noise floor " << floor);
   CHECK(report.trained.output < 2.0 * floor);
+}
+
+GPU_TEST("vkblr-fit: a checkpoint with metadata of the wrong types is refused naming the field", "[fit][gpu][errors]") {
+  vkt::TempDir dir;
+  fit::FitOptions first = small_run(dir.file("first"));
+  first.steps = 8;
+  first.eval_every = 4;
+  first.checkpoint_every = 4;
+  fit::run_fit(ctx, first);
+  const fit::Checkpoint good = fit::read_checkpoint(dir.file("first.ckpt"));
+  const std::string edited = dir.file("edited.ckpt");
+  const auto resume_message = [&](const std::function<void(nlohmann::json&)>& edit) {
+    fit::Checkpoint ck = good;
+    edit(ck.metadata);
+    fit::write_checkpoint(edited, ck);
+    fit::FitOptions resumed = small_run(dir.file("resumed"));
+    resumed.steps = 8;
+    resumed.eval_every = 4;
+    resumed.resume = edited;
+    return vkt::error_of([&] { fit::run_fit(ctx, resumed); });
+  };
+  // Before, nlohmann's "[json.exception.type_error.302] ..." reached the user.
+  CHECK_THAT(resume_message([](nlohmann::json& md) { md["next_step"] = "4"; }),
+             ContainsSubstring(edited + ": checkpoint metadata: 'next_step' is \"4\" (a string), want an integer"));
+  CHECK_THAT(resume_message([](nlohmann::json& md) { md["skipped"] = -1; }),
+             ContainsSubstring("'skipped' is -1 (a number), want an integer in [0, 2^32)"));
+  CHECK_THAT(resume_message([](nlohmann::json& md) { md["curve"][0] = nlohmann::json::array({4}); }),
+             ContainsSubstring("'curve[0][1]' is missing"));
+  CHECK_THAT(resume_message([](nlohmann::json& md) { md.erase("init"); }), ContainsSubstring("'init' is missing"));
 }

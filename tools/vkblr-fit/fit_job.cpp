@@ -14,6 +14,7 @@
 #include "vkblr-fit/fit_inputs.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/init_paths.hpp"
+#include "vkblr-fit/json_input.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/progress.hpp"
 #include "vkblr-fit/refit.hpp"
@@ -222,12 +223,14 @@ Progress restore_checkpoint(const std::string& path, const FitOptions& o, const 
   restore("layer.scales", layer.scales);
   for (auto& [name, buffer] : trainer.state()) restore("state." + name, *buffer);
   Progress p;
-  p.next_step = ck.metadata.at("next_step").get<std::uint32_t>();
-  trainer.set_steps(ck.metadata.at("applied").get<std::uint32_t>(), ck.metadata.at("skipped").get<std::uint32_t>());
-  for (const auto& c : ck.metadata.at("curve")) p.curve.push_back({c.at(0).get<std::uint64_t>(), c.at(1).get<double>()});
-  const auto& init = ck.metadata.at("init");
-  p.init = {init.at(0).get<double>(), init.at(1).get<double>(), init.at(2).get<double>()};
-  p.train_s = ck.metadata.value("train_s", 0.0);
+  const JsonField md(ck.metadata, path + ": checkpoint metadata");
+  p.next_step = md["next_step"].u32();
+  trainer.set_steps(md["applied"].u32(), md["skipped"].u32());
+  const JsonField curve = md["curve"];
+  for (std::size_t i = 0; i < curve.size(); ++i) p.curve.push_back({curve[i][0].u64(), curve[i][1].number()});
+  const JsonField init = md["init"];
+  p.init = {init[0].number(), init[1].number(), init[2].number()};
+  p.train_s = md.contains("train_s") ? md["train_s"].number() : 0.0;
   return p;
 }
 
