@@ -133,7 +133,7 @@ TEST_CASE("JsonField: typed reads name the file, the field and what was expected
   CHECK_THAT(vkt::error_of([&] { md["curve"][1][1].number(); }),
              ContainsSubstring("'curve[1][1]' is \"0.25\" (a string), want a number"));
   CHECK_THAT(vkt::error_of([&] { md["curve"][2]; }),
-             ContainsSubstring("'curve[2]' is missing ('curve' has 2 elements)"));
+             ContainsSubstring("'curve[2]' is missing (the array has 2 elements)"));
   CHECK_THAT(vkt::error_of([&] { md["step"][0]; }), ContainsSubstring("'step' is 7 (a number), want an array"));
   CHECK_THAT(vkt::error_of([&] { md["curve"]["k"]; }), ContainsSubstring("'curve' is [[0, 0.5]"));
   CHECK_THAT(vkt::error_of([&] { md["nested"]["x"]; }), ContainsSubstring("'nested.x' is missing"));

@@ -182,7 +182,7 @@ JsonField JsonField::operator[](std::string_view key) const {
 JsonField JsonField::operator[](std::size_t index) const {
   const std::size_t count = size();
   const std::string name = std::format("{}[{}]", name_, index);
-  require(index < count, "{}: '{}' is missing ('{}' has {} elements)", where_, name, name_, count);
+  require(index < count, "{}: '{}' is missing (the array has {} elements)", where_, name, count);
   return JsonField((*value_)[index], where_, name);
 }
 
