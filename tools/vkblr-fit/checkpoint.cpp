@@ -1,7 +1,9 @@
 #include "vkblr-fit/checkpoint.hpp"
 
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
 namespace {
@@ -18,14 +20,14 @@ std::string metadata_value(const SafetensorsReader& reader, const std::string& k
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
-  SafetensorsWriter writer;
+  ChecksummedWriter writer;
   for (const auto& [name, values] : checkpoint.f32) writer.add_f32(name, {values.size()}, values);
   for (const auto& [name, values] : checkpoint.u32) writer.add_u32(name, {values.size()}, values);
   for (const auto& [name, values] : checkpoint.u16) writer.add_u16(name, {values.size()}, values);
   writer.set_metadata("format", std::string(kFormat));
   writer.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
   writer.set_metadata("checkpoint", checkpoint.metadata.dump());
-  writer.write(path);
+  write_file_atomic(path, writer.serialize());
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -35,6 +37,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   const std::string version = metadata_value(reader, "format_version");
   require(version == std::to_string(kCheckpointFormatVersion),
           "{}: checkpoint format version '{}'; this build reads version {}", path, version, kCheckpointFormatVersion);
+  verify_checksums(reader);
   Checkpoint checkpoint;
   try {
     checkpoint.metadata = nlohmann::json::parse(metadata_value(reader, "checkpoint"));
