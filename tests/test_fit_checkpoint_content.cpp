@@ -65,6 +65,11 @@ GPU_TEST("vkblr-fit refuses a checkpoint whose content no run writes", "[fit][gp
              ContainsSubstring("'next_step' is \"6\", want an unsigned integer"));
   CHECK_THAT(refusal([](fit::Checkpoint& c) { c.metadata["applied"] = c.metadata["applied"].get<int>() + 1; }),
              ContainsSubstring("applied + 0 skipped steps, but next_step is 6"));
+  CHECK_THAT(refusal([](fit::Checkpoint& c) {  // a sum that wraps to next_step in 64 bits
+               c.metadata["applied"] = 18446744073709551615ull;
+               c.metadata["skipped"] = 7;
+             }),
+             ContainsSubstring("18446744073709551615 applied + 7 skipped steps, but next_step is 6"));
   CHECK_THAT(refusal([](fit::Checkpoint& c) { c.metadata.erase("skipped"); }),
              ContainsSubstring("metadata 'skipped' is missing"));
   // the curve, the init, the best layer

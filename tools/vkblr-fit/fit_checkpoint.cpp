@@ -19,14 +19,16 @@ std::string bits_name(const char* prefix, std::size_t path, const char* field) {
   return std::format("{}path{}.{}", prefix, path, field);
 }
 
-// An untrusted JSON value for a message: scalars as JSON text (at most 60
-// characters), containers by their kind (never dumped whole: they may
-// nest without bound).
+// Untrusted text for a message: at most 60 characters of it.
+std::string clipped(std::string text) { return text.size() <= 60 ? text : text.substr(0, 60) + "..."; }
+
+// An untrusted JSON value for a message: scalars as JSON text (clipped),
+// containers by their kind (never dumped whole: they may nest without
+// bound).
 std::string shown(const json& value) {
   if (value.is_object()) return "a JSON object";
   if (value.is_array()) return "a JSON array";
-  const std::string text = value.dump();
-  return text.size() <= 60 ? text : text.substr(0, 60) + "...";
+  return clipped(value.dump());
 }
 
 // "steps 300 (this run: 200); weight_xxh3 ... (this run: ...)": the
@@ -42,7 +44,9 @@ std::string key_differences(const json& recorded, const json& wanted) {
     const json& a = recorded.contains(name) ? recorded.at(name) : none;
     const json& b = wanted.contains(name) ? wanted.at(name) : none;
     if (a == b) continue;
-    if (++count <= 12) out += std::format("{}{} {} (this run: {})", out.empty() ? "" : "; ", name, shown(a), shown(b));
+    if (++count <= 12) {
+      out += std::format("{}{} {} (this run: {})", out.empty() ? "" : "; ", clipped(name), shown(a), shown(b));
+    }
   }
   if (count > 12) out += std::format("; and {} more", count - 12);
   return out;
@@ -128,7 +132,8 @@ FitProgress read_progress(const std::string& path, const json& md, const FitOpti
           o.steps, o.steps);
   p.next_step = static_cast<std::uint32_t>(next);
   const std::uint64_t a = f.count(f.at(md, "applied"), "applied"), s = f.count(f.at(md, "skipped"), "skipped");
-  require(a + s == next, "checkpoint {}: {} applied + {} skipped steps, but next_step is {}", path, a, s, next);
+  require(a <= next && s <= next && a + s == next, "checkpoint {}: {} applied + {} skipped steps, but next_step is {}",
+          path, a, s, next);
   *applied = static_cast<std::uint32_t>(a);
   *skipped = static_cast<std::uint32_t>(s);
   std::uint64_t last = 0;

@@ -33,7 +33,9 @@ void check_creatable(const std::string& path) {
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   const fs::file_status dir_status = fs::status(dir, ec);
-  require(fs::exists(dir_status), "--out: cannot write {}: directory {} does not exist", path, dir.string());
+  require(dir_status.type() != fs::file_type::not_found, "--out: cannot write {}: directory {} does not exist", path,
+          dir.string());
+  require(fs::exists(dir_status), "--out: cannot write {}: {}: {}", path, dir.string(), ec.message());
   require(fs::is_directory(dir_status), "--out: cannot write {}: {} is not a directory", path, dir.string());
   require(!fs::is_directory(fs::status(target, ec)), "--out: cannot write {}: it is a directory", path);
   std::string probe = (dir / ("." + target.filename().string() + ".XXXXXX")).string();

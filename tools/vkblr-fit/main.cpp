@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <new>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
