@@ -1,6 +1,6 @@
 // The result file of vkblr-fit: round trips (F16 and F32 scales, bits
-// exact, metadata), the file as the format describes it, and a clear
-// refusal of each kind of bad file.
+// exact, metadata, input checksums), the file as the format describes it,
+// and a clear refusal of each kind of bad file, changed bytes included.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "support/fit_files.hpp"
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/half.hpp"
 
@@ -28,6 +29,7 @@ BlrResult sample_result(ScaleDtype dtype) {
   r.paths = vkt::random_layer(shape.m, shape.n, shape.rank, shape.paths, 7).init();
   r.tool_version = "vkblr-fit 0.1.0";
   r.command_line = {"vkblr-fit", "--bpw", "1.0", "--out", "a file with spaces.safetensors", "--note=\"quoted\""};
+  r.inputs = {0x0123456789abcdefull, 0xfedcba9876543210ull};
   return r;
 }
 
@@ -36,19 +38,33 @@ struct StoredTensor {
   std::vector<std::byte> bytes;
 };
 
+using Tensors = std::vector<StoredTensor>;
+using Metadata = std::map<std::string, std::string>;
+
 // Copies the safetensors file `from` to `to`, with `edit` applied to its
-// tensors and metadata first.
-void rewrite(const std::string& from, const std::string& to,
-             const std::function<void(std::vector<StoredTensor>&, std::map<std::string, std::string>&)>& edit) {
+// tensors and metadata first. Its checksums are made anew (so that the
+// reader's other checks are reached), or with `keep_checksums` copied as
+// they were.
+void rewrite(const std::string& from, const std::string& to, const std::function<void(Tensors&, Metadata&)>& edit,
+             bool keep_checksums = false) {
   SafetensorsReader reader(from);
-  std::vector<StoredTensor> tensors;
+  Tensors tensors;
   for (const TensorInfo& t : reader.tensors()) tensors.push_back({t, reader.read_bytes(t)});
-  auto metadata = reader.metadata();
+  Metadata metadata = reader.metadata();
   edit(tensors, metadata);
-  SafetensorsWriter writer;
+  if (keep_checksums) {
+    SafetensorsWriter writer;
+    for (const auto& t : tensors) writer.add_bytes(t.info.name, t.info.dtype, t.info.shape, t.bytes);
+    for (const auto& [k, v] : metadata) writer.set_metadata(k, v);
+    writer.write(to);
+    return;
+  }
+  ChecksummedWriter writer;
   for (const auto& t : tensors) writer.add_bytes(t.info.name, t.info.dtype, t.info.shape, t.bytes);
-  for (const auto& [k, v] : metadata) writer.set_metadata(k, v);
-  writer.write(to);
+  for (const auto& [k, v] : metadata) {
+    if (!k.starts_with("xxh3:")) writer.set_metadata(k, v);
+  }
+  vkt::write_raw_file(to, writer.serialize());
 }
 
 }  // namespace
@@ -65,6 +81,7 @@ TEST_CASE("blr result: round trip with F16 and F32 scales", "[fit]") {
     CHECK(read.scale_dtype == dtype);
     CHECK(read.tool_version == written.tool_version);
     CHECK(read.command_line == written.command_line);
+    CHECK(read.inputs == written.inputs);
     REQUIRE(read.paths.size() == 2);
     for (std::size_t p = 0; p < 2; ++p) {
       CHECK(read.paths[p].bits_u == written.paths[p].bits_u);
@@ -95,7 +112,7 @@ TEST_CASE("blr result: the file holds what the format describes", "[fit]") {
   CHECK(reader.read_u32(reader.tensor("path1.bits_u")) == written.paths[1].bits_u);
   const auto& md = reader.metadata();
   CHECK(md.at("format") == "vkblr-blr");
-  CHECK(md.at("format_version") == "1");
+  CHECK(md.at("format_version") == "2");
   CHECK(md.at("m") == "48");
   CHECK(md.at("n") == "80");
   CHECK(md.at("rank") == "64");
@@ -104,6 +121,10 @@ TEST_CASE("blr result: the file holds what the format describes", "[fit]") {
   CHECK(std::stod(md.at("bpw")) == bits_per_weight(written.shape, ScaleDtype::f16).total);
   CHECK(md.at("tool_version") == "vkblr-fit 0.1.0");
   CHECK_THAT(md.at("command_line"), ContainsSubstring(R"("a file with spaces.safetensors")"));
+  CHECK(md.at("weight_xxh3") == "0123456789abcdef");
+  CHECK(md.at("activations_xxh3") == "fedcba9876543210");
+  for (const TensorInfo& t : reader.tensors()) CHECK(md.at("xxh3:" + t.name).size() == 16);
+  CHECK(md.at("xxh3:__metadata__").size() == 16);
 }
 
 TEST_CASE("blr result: layers that cannot be stored are refused", "[fit]") {
@@ -131,8 +152,6 @@ TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]
   vkt::TempDir dir;
   const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
   write_blr_result(good, sample_result(ScaleDtype::f16));
-  using Tensors = std::vector<StoredTensor>;
-  using Metadata = std::map<std::string, std::string>;
   const auto refusal = [&](const std::function<void(Tensors&, Metadata&)>& edit) {
     rewrite(good, bad, edit);
     const std::string message = vkt::error_of([&] { read_blr_result(bad); });
@@ -144,8 +163,8 @@ TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md.erase("format"); }), ContainsSubstring("metadata 'format' is missing"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["format"] = "other"; }),
              ContainsSubstring("not a vkblr-fit result"));
-  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["format_version"] = "2"; }),
-             ContainsSubstring("format version '2'; this build reads version 1"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["format_version"] = "1"; }),
+             ContainsSubstring("format version '1'; this build reads version 2"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["m"] = "48x"; }), ContainsSubstring("'m' = '48x' is not a u32"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["rank"] = "48"; }), ContainsSubstring("rank 48"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["scale_dtype"] = "BF16"; }),
@@ -164,6 +183,8 @@ TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]
              ContainsSubstring("metadata 'command_line': JSON nested more than 16 levels deep"));
   CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["m"] = std::string(100000, '4'); }),
              ContainsSubstring("'m' = '444") && ContainsSubstring("…' is not a u32"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["weight_xxh3"] = "0123"; }),
+             ContainsSubstring("'weight_xxh3' is not a checksum"));
   CHECK_THAT(refusal([](Tensors& t, Metadata&) { std::erase_if(t, [](auto& x) { return x.info.name == "path1.g"; }); }),
              ContainsSubstring("no tensor 'path1.g'") && ContainsSubstring("path1.l F16 [64]"));
   CHECK_THAT(refusal([](Tensors& t, Metadata&) {
@@ -191,4 +212,44 @@ TEST_CASE("blr result: bad files are refused with a message naming them", "[fit]
                }
              }),
              ContainsSubstring("scale l[3] of path 1 is inf"));
+}
+
+TEST_CASE("blr result: a changed or damaged file does not match its checksums", "[fit]") {
+  vkt::TempDir dir;
+  const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
+  write_blr_result(good, sample_result(ScaleDtype::f16));
+  const auto refusal = [&](const std::function<void(Tensors&, Metadata&)>& edit) {
+    rewrite(good, bad, edit, true);
+    return vkt::error_of([&] { read_blr_result(bad); });
+  };
+  // one flipped bit in a tensor's data
+  std::string bytes = vkt::read_raw_file(good);
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x10);
+  vkt::write_raw_file(bad, bytes);
+  CHECK_THAT(vkt::error_of([&] { read_blr_result(bad); }),
+             ContainsSubstring(bad) && ContainsSubstring("tensor 'path1.g' does not match its checksum"));
+  // a sign bit of S_U, and a scale, changed (the file otherwise valid)
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) { t[0].bytes[0] ^= std::byte{1}; }),
+             ContainsSubstring("tensor 'path0.bits_u' does not match its checksum"));
+  CHECK_THAT(refusal([](Tensors& t, Metadata&) {
+               for (auto& x : t) {
+                 if (x.info.name == "path0.l") x.bytes[1] ^= std::byte{0x04};
+               }
+             }),
+             ContainsSubstring("tensor 'path0.l' does not match its checksum"));
+  // metadata changed: the layer's numbers, the inputs it was fitted to
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["tool_version"] = "vkblr-fit 9"; }),
+             ContainsSubstring("the metadata does not match its checksum"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["weight_xxh3"] = "0000000000000000"; }),
+             ContainsSubstring("the metadata does not match its checksum"));
+  // checksums missing, or of a tensor the file does not hold
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md.erase("xxh3:path1.h"); }),
+             ContainsSubstring("tensor 'path1.h' has no checksum"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md.erase("xxh3:__metadata__"); }),
+             ContainsSubstring("metadata 'xxh3:__metadata__' is missing"));
+  CHECK_THAT(refusal([](Tensors&, Metadata& md) { md["xxh3:path7.h"] = "0000000000000000"; }),
+             ContainsSubstring("'xxh3:path7.h' is the checksum of a tensor the file does not hold"));
+  // copied as it was: read as written
+  rewrite(good, bad, [](Tensors&, Metadata&) {}, true);
+  CHECK(read_blr_result(bad).inputs == sample_result(ScaleDtype::f16).inputs);
 }

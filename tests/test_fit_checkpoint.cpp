@@ -11,6 +11,7 @@
 #include "support/host.hpp"
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/checkpoint.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/safetensors.hpp"
 
 using namespace vkblr::fit;
@@ -81,17 +82,20 @@ TEST_CASE("checkpoint: bad names and foreign or damaged files are refused", "[fi
              ContainsSubstring(result) && ContainsSubstring("not a vkblr-fit checkpoint"));
 
   const auto write_with = [&](const std::string& key, const std::string& value, bool add_i32) {
-    SafetensorsWriter w;
+    ChecksummedWriter w;
     w.set_metadata("format", "vkblr-fit-checkpoint");
-    w.set_metadata("format_version", "1");
+    w.set_metadata("format_version", "2");
     w.set_metadata("checkpoint", "{}");
     w.set_metadata(key, value);
     const std::vector<std::uint32_t> v = {1, 2};
     if (add_i32) w.add_bytes("i", Dtype::I32, {2}, std::as_bytes(std::span(v)));
-    w.write(path);
+    vkt::write_raw_file(path, w.serialize());
   };
   write_with("format_version", "7", false);
   CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }), ContainsSubstring("checkpoint format version '7'"));
+  write_with("format_version", "1", false);  // no checksums
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring("checkpoint format version '1'; this build reads version 2"));
   write_with("checkpoint", "{not json", false);
   CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
              ContainsSubstring(path + ": checkpoint metadata: bad JSON"));
@@ -109,11 +113,11 @@ TEST_CASE("checkpoint: metadata JSON nested too deep, with repeated keys or not 
   vkt::TempDir dir;
   const std::string path = dir.file("c.ckpt");
   const auto with_metadata = [&](const std::string& json) {
-    SafetensorsWriter w;
+    ChecksummedWriter w;
     w.set_metadata("format", "vkblr-fit-checkpoint");
-    w.set_metadata("format_version", "1");
+    w.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
     w.set_metadata("checkpoint", json);
-    w.write(path);
+    vkt::write_raw_file(path, w.serialize());
   };
   const auto nested = [](std::size_t depth) {
     return "{\"a\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
@@ -141,4 +145,25 @@ TEST_CASE("checkpoint: metadata JSON nested too deep, with repeated keys or not 
   CHECK_THAT(message,
              ContainsSubstring("not a vkblr-fit checkpoint (metadata 'format' is 'fff") && ContainsSubstring("…"));
   CHECK(message.size() < path.size() + 300);
+}
+
+TEST_CASE("checkpoint: a changed or damaged file does not match its checksums", "[fit]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("c.ckpt");
+  write_checkpoint(path, sample_checkpoint());
+  const std::string bytes = vkt::read_raw_file(path);
+  // a bit of the last array flipped (the U16 arrays are laid out last)
+  std::string flipped = bytes;
+  flipped[flipped.size() - 1] = static_cast<char>(flipped[flipped.size() - 1] ^ 0x01);
+  vkt::write_raw_file(path, flipped);
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring(path) && ContainsSubstring("does not match its checksum"));
+  // the metadata JSON changed in place, a digit for another
+  std::string edited = bytes;
+  const std::size_t at = edited.find("1234");
+  REQUIRE(at != std::string::npos);
+  edited[at] = '9';
+  vkt::write_raw_file(path, edited);
+  CHECK_THAT(vkt::error_of([&] { read_checkpoint(path); }),
+             ContainsSubstring("the metadata does not match its checksum"));
 }

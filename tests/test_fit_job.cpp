@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "support/fit_files.hpp"
+#include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/checkpoint.hpp"
@@ -20,42 +21,15 @@
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
 
-namespace {
-
-fit::FitOptions small_run(const std::string& out) {
-  fit::FitOptions o;
-  o.synthetic_m = 128;
-  o.synthetic_n = 96;
-  o.rank = 32;
-  o.paths = 2;
-  o.batch = 64;
-  o.tokens = 256;
-  o.held_out = 64;
-  o.steps = 12;
-  o.eval_every = 4;
-  o.flip_budget = 0.01f;
-  o.quiet = true;
-  o.out = out;
-  return o;
-}
-
-void write_matrix(const std::string& path, const fit::Matrix& m) {
-  fit::SafetensorsWriter w;
-  w.add_f32("w", {m.rows, m.cols}, m.values);
-  w.write(path);
-}
-
-}  // namespace
-
 GPU_TEST("vkblr-fit: a resumed run equals an uninterrupted one bit for bit", "[fit][gpu]") {
   vkt::TempDir dir;
-  const fit::FitOptions whole = small_run(dir.file("whole"));
+  const fit::FitOptions whole = vkt::small_fit_run(dir.file("whole"));
   fit::run_fit(ctx, whole);
-  fit::FitOptions first = small_run(dir.file("first"));
+  fit::FitOptions first = vkt::small_fit_run(dir.file("first"));
   first.checkpoint_every = 6;  // <out>.ckpt after step 6
   first.steps = 12;
   fit::run_fit(ctx, first);
-  fit::FitOptions resumed = small_run(dir.file("resumed"));
+  fit::FitOptions resumed = vkt::small_fit_run(dir.file("resumed"));
   resumed.resume = dir.file("first.ckpt");
   fit::run_fit(ctx, resumed);
   const fit::BlrResult a = fit::read_blr_result(dir.file("whole.safetensors"));
@@ -69,7 +43,7 @@ GPU_TEST("vkblr-fit: a resumed run equals an uninterrupted one bit for bit", "[f
     CHECK(a.paths[p].g == b.paths[p].g);
   }
   // a checkpoint of another configuration is refused
-  fit::FitOptions other = small_run(dir.file("other"));
+  fit::FitOptions other = vkt::small_fit_run(dir.file("other"));
   other.rank = 64;
   other.resume = dir.file("first.ckpt");
   CHECK_THROWS_AS(fit::run_fit(ctx, other), Error);
@@ -78,13 +52,13 @@ GPU_TEST("vkblr-fit: a resumed run equals an uninterrupted one bit for bit", "[f
 GPU_TEST("vkblr-fit refuses inputs that do not fit, with a message", "[fit][gpu][errors]") {
   vkt::TempDir dir;
   const fit::Matrix w = fit::synthetic_weight({.m = 64, .n = 96, .seed = 3});
-  write_matrix(dir.file("w.safetensors"), w);
+  vkt::write_matrix_file(dir.file("w.safetensors"), w);
   fit::Matrix x = fit::synthetic_activations({.tokens = 256, .n = 80, .seed = 4});
-  write_matrix(dir.file("x80.safetensors"), x);
+  vkt::write_matrix_file(dir.file("x80.safetensors"), x);
   auto message = [&](fit::FitOptions o) {
     return vkt::error_of([&] { fit::run_fit(ctx, o); });
   };
-  fit::FitOptions o = small_run(dir.file("out"));
+  fit::FitOptions o = vkt::small_fit_run(dir.file("out"));
   o.weight_path = dir.file("w.safetensors");
   o.activations_path = dir.file("x80.safetensors");
   CHECK(message(o).find("80 columns but W has n = 96") != std::string::npos);
@@ -95,7 +69,7 @@ GPU_TEST("vkblr-fit refuses inputs that do not fit, with a message", "[fit][gpu]
   CHECK(message(o).find("nope") != std::string::npos);
   fit::Matrix bad = w;
   bad.values[7] = std::nanf("");
-  write_matrix(dir.file("nan.safetensors"), bad);
+  vkt::write_matrix_file(dir.file("nan.safetensors"), bad);
   o.weight_path = dir.file("nan.safetensors");
   o.tensor.clear();
   CHECK(message(o).find("NaN") != std::string::npos);
@@ -142,8 +116,8 @@ GPU_TEST("vkblr-fit recovers a planted layer near its noise floor", "[fit][gpu][
       signal_sq += double(w(i, j)) * w(i, j);
     }
   }
-  write_matrix(dir.file("planted.safetensors"), w);
-  fit::FitOptions o = small_run(dir.file("fit"));
+  vkt::write_matrix_file(dir.file("planted.safetensors"), w);
+  fit::FitOptions o = vkt::small_fit_run(dir.file("fit"));
   o.weight_path = dir.file("planted.safetensors");
   o.paths = 1;
   o.rank = r;
@@ -166,7 +140,7 @@ GPU_TEST("vkblr-fit recovers a planted layer near its noise floor", "[fit][gpu][
 
 GPU_TEST("vkblr-fit: a checkpoint with metadata of the wrong types is refused naming the field", "[fit][gpu][errors]") {
   vkt::TempDir dir;
-  fit::FitOptions first = small_run(dir.file("first"));
+  fit::FitOptions first = vkt::small_fit_run(dir.file("first"));
   first.steps = 8;
   first.eval_every = 4;
   first.checkpoint_every = 4;
@@ -177,7 +151,7 @@ GPU_TEST("vkblr-fit: a checkpoint with metadata of the wrong types is refused na
     fit::Checkpoint ck = good;
     edit(ck.metadata);
     fit::write_checkpoint(edited, ck);
-    fit::FitOptions resumed = small_run(dir.file("resumed"));
+    fit::FitOptions resumed = vkt::small_fit_run(dir.file("resumed"));
     resumed.steps = 8;
     resumed.eval_every = 4;
     resumed.resume = edited;

@@ -9,8 +9,10 @@
 #include "vkblr-fit/bpw.hpp"
 #include "vkblr-fit/excerpt.hpp"
 #include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"
 
 namespace vkblr::fit {
@@ -49,15 +51,21 @@ std::uint32_t metadata_u32(const SafetensorsReader& reader, const std::string& k
   return value;
 }
 
+std::uint64_t metadata_checksum(const SafetensorsReader& reader, const std::string& key) {
+  const std::optional<std::uint64_t> value = parse_checksum_hex(metadata_value(reader, key));
+  require(value.has_value(), "{}: metadata '{}' is not a checksum (16 lowercase hex digits)", reader.path(), key);
+  return *value;
+}
+
 }  // namespace
 
-void write_blr_result(const std::string& path, const BlrResult& result) {
+std::string serialize_blr_result(const std::string& path, const BlrResult& result) {
   const std::string context = "writing " + path;
   check_layer_shape(result.shape, context);
   check_path_sizes(result.shape, result.paths, context);
   check_scales_storable(path, result);
   const LayerShape& s = result.shape;
-  SafetensorsWriter writer;
+  ChecksummedWriter writer;
   const std::uint64_t words = s.rank / 32;
   for (std::size_t p = 0; p < result.paths.size(); ++p) {
     const BlrPathInit& path_init = result.paths[p];
@@ -82,7 +90,13 @@ void write_blr_result(const std::string& path, const BlrResult& result) {
   writer.set_metadata("bpw", std::format("{}", bits_per_weight(s, result.scale_dtype).total));
   writer.set_metadata("tool_version", result.tool_version);
   writer.set_metadata("command_line", nlohmann::json(result.command_line).dump());
-  writer.write(path);
+  writer.set_metadata("weight_xxh3", checksum_hex(result.inputs.weight));
+  writer.set_metadata("activations_xxh3", checksum_hex(result.inputs.activations));
+  return writer.serialize();
+}
+
+void write_blr_result(const std::string& path, const BlrResult& result) {
+  write_file_atomic(path, serialize_blr_result(path, result));
 }
 
 BlrResult read_blr_result(const std::string& path) {
@@ -94,6 +108,7 @@ BlrResult read_blr_result(const std::string& path) {
   require(version == std::to_string(kBlrResultFormatVersion),
           "{}: result format version '{}'; this build reads version {}", path, excerpt(version),
           kBlrResultFormatVersion);
+  verify_checksums(reader);
 
   BlrResult result;
   result.shape = {metadata_u32(reader, "m"), metadata_u32(reader, "n"), metadata_u32(reader, "rank"),
@@ -113,6 +128,7 @@ BlrResult read_blr_result(const std::string& path) {
       parse_untrusted_json(metadata_value(reader, "command_line"), kMaxMetadataJsonDepth, command_line_where);
   const JsonField arguments(command_line, command_line_where);
   for (std::size_t i = 0; i < arguments.size(); ++i) result.command_line.push_back(arguments[i].string());
+  result.inputs = {metadata_checksum(reader, "weight_xxh3"), metadata_checksum(reader, "activations_xxh3")};
 
   const LayerShape& s = result.shape;
   const Dtype stored_scale_dtype = result.scale_dtype == ScaleDtype::f16 ? Dtype::F16 : Dtype::F32;

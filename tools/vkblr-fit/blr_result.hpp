@@ -7,10 +7,12 @@
 //   path{p}.h       F16|F32 [m]
 //   path{p}.l       F16|F32 [r]
 //   path{p}.g       F16|F32 [n]
-// Metadata (strings): format "vkblr-blr", format_version "1", m, n, rank,
+// Metadata (strings): format "vkblr-blr", format_version "2", m, n, rank,
 // paths (decimal), scale_dtype "F16"|"F32", bpw (bits_per_weight's total,
 // shortest round-trip decimal), tool_version, command_line (a JSON array of
-// the arguments).
+// the arguments), weight_xxh3 and activations_xxh3 (the checksums of the W
+// and X the layer was fitted to, checksum.hpp), and the checksums of every
+// tensor and of the metadata (file_checksums.hpp).
 //
 // F16 scales are the f32 values rounded to nearest even: a loaded layer is
 // the stored one, and its bpw counts what is stored.
@@ -19,12 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr/blr.hpp"
 
 namespace vkblr::fit {
 
-inline constexpr int kBlrResultFormatVersion = 1;
+// 2: checksums (version 1 had none)
+inline constexpr int kBlrResultFormatVersion = 2;
 
 struct BlrResult {
   LayerShape shape;
@@ -32,17 +36,22 @@ struct BlrResult {
   std::vector<BlrPathInit> paths;  // shape.paths entries
   std::string tool_version;
   std::vector<std::string> command_line;
+  InputChecksums inputs;  // of the W and X the layer was fitted to
 };
 
-// Writes `result` to `path` atomically. Throws vkblr::Error for a bad shape,
-// paths that do not fit it, a non-finite scale, or an F16 scale that
-// overflows f16 (the message names path, field and value).
+// The bytes of `result`'s file. Throws vkblr::Error for a bad shape, paths
+// that do not fit it, a non-finite scale, or an F16 scale that overflows
+// f16 (the message names `path`, field and value).
+std::string serialize_blr_result(const std::string& path, const BlrResult& result);
+
+// serialize_blr_result written to `path` atomically.
 void write_blr_result(const std::string& path, const BlrResult& result);
 
-// Reads and validates a result file: format and version, the metadata's
-// numbers, exactly the tensors above with their dtypes and shapes, finite
-// scales, the recorded bpw equal to the recomputed one. Throws vkblr::Error
-// naming the file and what is wrong.
+// Reads and validates a result file: format and version, the checksums
+// (file_checksums.hpp), the metadata's numbers, exactly the tensors above
+// with their dtypes and shapes, finite scales, the recorded bpw equal to
+// the recomputed one. Throws vkblr::Error naming the file and what is
+// wrong.
 BlrResult read_blr_result(const std::string& path);
 
 }  // namespace vkblr::fit

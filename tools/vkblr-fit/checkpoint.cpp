@@ -2,8 +2,10 @@
 
 #include "vkblr-fit/excerpt.hpp"
 #include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
 namespace {
@@ -20,14 +22,14 @@ std::string metadata_value(const SafetensorsReader& reader, const std::string& k
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
-  SafetensorsWriter writer;
+  ChecksummedWriter writer;
   for (const auto& [name, values] : checkpoint.f32) writer.add_f32(name, {values.size()}, values);
   for (const auto& [name, values] : checkpoint.u32) writer.add_u32(name, {values.size()}, values);
   for (const auto& [name, values] : checkpoint.u16) writer.add_u16(name, {values.size()}, values);
   writer.set_metadata("format", std::string(kFormat));
   writer.set_metadata("format_version", std::to_string(kCheckpointFormatVersion));
   writer.set_metadata("checkpoint", checkpoint.metadata.dump());
-  writer.write(path);
+  write_file_atomic(path, writer.serialize());
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -38,6 +40,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   require(version == std::to_string(kCheckpointFormatVersion),
           "{}: checkpoint format version '{}'; this build reads version {}", path, excerpt(version),
           kCheckpointFormatVersion);
+  verify_checksums(reader);
   Checkpoint checkpoint;
   checkpoint.metadata =
       parse_untrusted_json(metadata_value(reader, "checkpoint"), kMaxMetadataJsonDepth, path + ": checkpoint metadata");

@@ -3,7 +3,8 @@
 //
 // Arrays are stored as 1-D tensors F32 / U32 / U16 of their length, bit for
 // bit (NaN payloads included); the metadata as "checkpoint" = its JSON text
-// beside "format" = "vkblr-fit-checkpoint" and "format_version" = "1".
+// beside "format" = "vkblr-fit-checkpoint" and "format_version" = "2", and
+// the checksums of every array and of the metadata (file_checksums.hpp).
 // JSON numbers round-trip exactly (shortest round-trip decimal); NaN and
 // infinity are not JSON and are written as null. The metadata is a JSON
 // object nested at most kMaxMetadataJsonDepth (16) levels, without repeated
@@ -19,7 +20,8 @@
 
 namespace vkblr::fit {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+// 2: checksums (version 1 had none)
+inline constexpr int kCheckpointFormatVersion = 2;
 
 struct Checkpoint {
   nlohmann::json metadata;  // a JSON object (step, seeds, schedule, ...)
@@ -33,9 +35,9 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 // Throws vkblr::Error naming the file: not a checkpoint, another format
-// version, bad metadata JSON (nested too deep, a repeated key, not an
-// object), a tensor that is not a 1-D F32/U32/U16 (and every safetensors
-// error).
+// version, an array or the metadata that does not match its checksum, bad
+// metadata JSON (nested too deep, a repeated key, not an object), a tensor
+// that is not a 1-D F32/U32/U16 (and every safetensors error).
 Checkpoint read_checkpoint(const std::string& path);
 
 }  // namespace vkblr::fit

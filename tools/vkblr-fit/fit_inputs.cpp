@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <format>
 
+#include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/npy.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr-fit/synthetic.hpp"
@@ -35,6 +36,7 @@ FitInputs load_fit_inputs(const FitOptions& o) {
     in.weight_source = o.weight_path + (o.tensor.empty() ? "" : ":" + o.tensor);
   }
   require_finite(in.w, "W (" + in.weight_source + ")");
+  check_f16_range(in.w, "W (" + in.weight_source + ")");
   const std::size_t need = std::size_t{o.tokens} + o.held_out;
   Matrix x;
   if (o.activations_path.empty()) {
@@ -56,9 +58,11 @@ FitInputs load_fit_inputs(const FitOptions& o) {
     x.rows = need;
   }
   require_finite(x, "X (" + in.activation_source + ")");
+  check_f16_range(x, "X (" + in.activation_source + ")");
   TokenSplit split = split_tokens(x, o.held_out);
   in.x_train = std::move(split.train);
   in.x_held_out = std::move(split.held_out);
+  in.checksums = {matrix_checksum({&in.w}), matrix_checksum({&in.x_train, &in.x_held_out})};
   return in;
 }
 

@@ -7,17 +7,21 @@
 #include <format>
 #include <span>
 
+#include "vkblr-fit/best_layer.hpp"
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/checkpoint.hpp"
 #include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/fit_checkpoint.hpp"
 #include "vkblr-fit/fit_inputs.hpp"
+#include "vkblr-fit/fit_option_checks.hpp"
+#include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/init_paths.hpp"
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/progress.hpp"
 #include "vkblr-fit/refit.hpp"
+#include "vkblr-fit/skip_guard.hpp"
 #include "vkblr-fit/svg_chart.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
@@ -83,6 +87,9 @@ DeviceBatches upload_batches(Context& ctx, FitRanks& ranks, const FitInputs& in,
   };
   d.train_target_sq = add(in.x_train, d.x, d.target) / static_cast<double>(in.x_train.rows / batch);
   d.eval_target_sq = add(in.x_held_out, d.x_eval, d.target_eval);
+  const std::string inputs = std::format("W {}, X {}", in.weight_source, in.activation_source);
+  check_target_norm(d.train_target_sq, "training", inputs);
+  check_target_norm(d.eval_target_sq, "held-out", inputs);
   return d;
 }
 
@@ -117,123 +124,6 @@ BlrTrainerConfig trainer_config(const FitOptions& o, double loss_norm) {
   return c;
 }
 
-// The layer's bits and scales back on the host, as a result's paths.
-std::vector<BlrPathInit> download_paths(const BlrLayer& layer) {
-  std::vector<BlrPathInit> out;
-  const auto scales = layer.scales.download<float>();
-  for (std::size_t p = 0; p < layer.paths.size(); ++p) {
-    BlrPathInit in;
-    in.bits_u = layer.paths[p].bits_u.download<std::uint32_t>();
-    in.bits_v = layer.paths[p].bits_v.download<std::uint32_t>();
-    auto seg = [&](std::size_t s) {
-      const ScaleSegment g = layer.segments[3 * p + s];
-      return std::vector<float>(scales.begin() + g.offset, scales.begin() + g.offset + g.length);
-    };
-    in.h = seg(0);
-    in.l = seg(1);
-    in.g = seg(2);
-    out.push_back(std::move(in));
-  }
-  return out;
-}
-
-// Scales as stored in the result file (f16 rounds to nearest even).
-std::vector<BlrPathInit> as_stored(std::vector<BlrPathInit> paths, ScaleDtype dtype) {
-  if (dtype == ScaleDtype::f32) return paths;
-  for (auto& p : paths) {
-    for (auto* v : {&p.h, &p.l, &p.g}) {
-      for (float& x : *v) x = f16_to_f32(f32_to_f16(x));
-    }
-  }
-  return paths;
-}
-
-// ‖XŴᵀ − XWᵀ‖ / ‖XWᵀ‖ on the held-out batches, on the device (collective).
-double held_out_error(FitTrainer& trainer, std::size_t batches, double target_sq) {
-  double sq = 0;
-  for (std::size_t b = 0; b < batches; ++b) sq += trainer.eval(b);
-  return std::sqrt(sq / target_sq);
-}
-
-// What must match for a checkpoint to be resumed by these options.
-nlohmann::json resume_key(const FitOptions& o, const LayerShape& shape) {
-  return {{"m", shape.m},
-          {"n", shape.n},
-          {"rank", shape.rank},
-          {"paths", shape.paths},
-          {"batch", o.batch},
-          {"tokens", o.tokens},
-          {"held_out", o.held_out},
-          {"steps", o.steps},
-          {"seed", o.seed},
-          {"sign_opt", to_string(o.sign_opt)},
-          {"bf16_state", o.bf16_state},
-          {"weight", o.weight_path},
-          {"tensor", o.tensor},
-          {"activations", o.activations_path}};
-}
-
-struct Progress {
-  std::uint32_t next_step = 0;
-  std::uint32_t applied = 0, skipped = 0;
-  std::vector<CurvePoint> curve;
-  ErrorSummary init;
-  double train_s = 0;
-};
-
-void write_fit_checkpoint(const std::string& path, const FitOptions& o, const LayerShape& shape, BlrLayer& layer,
-                          BlrTrainer& trainer, const Progress& p) {
-  Checkpoint ck;
-  nlohmann::json curve = nlohmann::json::array();
-  for (const CurvePoint& c : p.curve) curve.push_back({c.step, c.held_out_error});
-  ck.metadata = {{"key", resume_key(o, shape)},
-                 {"next_step", p.next_step},
-                 {"applied", trainer.steps()},
-                 {"skipped", trainer.skipped()},
-                 {"curve", curve},
-                 {"init", {p.init.weight, p.init.output, p.init.activation_weighted}},
-                 {"train_s", p.train_s}};
-  for (std::size_t i = 0; i < layer.paths.size(); ++i) {
-    ck.u32[std::format("path{}.bits_u", i)] = layer.paths[i].bits_u.download<std::uint32_t>();
-    ck.u32[std::format("path{}.bits_v", i)] = layer.paths[i].bits_v.download<std::uint32_t>();
-  }
-  ck.u32["layer.scales"] = layer.scales.download<std::uint32_t>();
-  for (auto& [name, buffer] : trainer.state()) ck.u32["state." + name] = buffer->download<std::uint32_t>();
-  write_checkpoint(path, ck);
-}
-
-// Restores layer and trainer from a checkpoint; returns the progress.
-Progress restore_checkpoint(const std::string& path, const FitOptions& o, const LayerShape& shape, BlrLayer& layer,
-                            BlrTrainer& trainer) {
-  const Checkpoint ck = read_checkpoint(path);
-  require(ck.metadata.contains("key") && ck.metadata["key"] == resume_key(o, shape),
-          "checkpoint {} was made by another configuration: {} (this run: {})", path,
-          ck.metadata.value("key", nlohmann::json()).dump(), resume_key(o, shape).dump());
-  auto restore = [&](const std::string& name, Buffer& b) {
-    const auto it = ck.u32.find(name);
-    require(it != ck.u32.end(), "checkpoint {} lacks {}", path, name);
-    require(it->second.size() * 4 == b.size(), "checkpoint {}: {} holds {} words, the run has {}", path, name,
-            it->second.size(), b.size() / 4);
-    b.upload(it->second);
-  };
-  for (std::size_t i = 0; i < layer.paths.size(); ++i) {
-    restore(std::format("path{}.bits_u", i), layer.paths[i].bits_u);
-    restore(std::format("path{}.bits_v", i), layer.paths[i].bits_v);
-  }
-  restore("layer.scales", layer.scales);
-  for (auto& [name, buffer] : trainer.state()) restore("state." + name, *buffer);
-  Progress p;
-  const JsonField md(ck.metadata, path + ": checkpoint metadata");
-  p.next_step = md["next_step"].u32();
-  trainer.set_steps(md["applied"].u32(), md["skipped"].u32());
-  const JsonField curve = md["curve"];
-  for (std::size_t i = 0; i < curve.size(); ++i) p.curve.push_back({curve[i][0].u64(), curve[i][1].number()});
-  const JsonField init = md["init"];
-  p.init = {init[0].number(), init[1].number(), init[2].number()};
-  p.train_s = md.contains("train_s") ? md["train_s"].number() : 0.0;
-  return p;
-}
-
 std::uint64_t total_flips(Context& ctx, BlrTrainer& trainer, std::uint64_t* oscillations) {
   std::uint64_t flips = 0, osc = 0;
   for (SignMatrix& sm : trainer.signs()) {
@@ -252,9 +142,25 @@ LayerShape layer_shape_for(const FitOptions& o, const Matrix& w) {
   return shape;
 }
 
+// --eval: whether W and X are those the result was fitted to, by checksum:
+// {"weight": "as fitted" | "other", "activations": ...}, with a warning on
+// stderr for each other one (evaluating on other tokens is a use; on
+// another W, rarely).
+nlohmann::json compare_inputs(const std::string& result_path, const InputChecksums& fitted, const FitInputs& in) {
+  const auto compare = [&](const char* what, const std::string& source, std::uint64_t given, std::uint64_t fit) {
+    if (given == fit) return "as fitted";
+    std::fprintf(stderr, "vkblr-fit: warning: %s %s is not the one %s was fitted to (checksum %s, the fit's %s)\n",
+                 what, source.c_str(), result_path.c_str(), checksum_hex(given).c_str(), checksum_hex(fit).c_str());
+    return "other";
+  };
+  return {{"weight", compare("W", in.weight_source, in.checksums.weight, fitted.weight)},
+          {"activations", compare("X", in.activation_source, in.checksums.activations, fitted.activations)}};
+}
+
 }  // namespace
 
 void resolve_fit_defaults(FitOptions& o, const Caps& caps) {
+  check_fit_options(o);
   const bool cpu = caps.device_type == "cpu";
   if (o.weight_path.empty()) {
     if (o.synthetic_m == 0) o.synthetic_m = cpu ? 512 : 3584;
@@ -264,13 +170,11 @@ void resolve_fit_defaults(FitOptions& o, const Caps& caps) {
   if (o.tokens == 0) o.tokens = 8 * o.batch;
   if (o.held_out == 0) o.held_out = o.batch;
   if (o.steps == 0) o.steps = cpu ? 300 : 2000;
-  if (o.warmup == 0) o.warmup = std::max<std::uint32_t>(1, o.steps / 20);
+  if (!o.warmup) o.warmup = o.steps / 20;
   if (o.eval_every == 0) o.eval_every = std::max<std::uint32_t>(1, o.steps / 20);
   require(o.tokens % o.batch == 0, "--tokens {} is not a multiple of --batch {}", o.tokens, o.batch);
   require(o.held_out % o.batch == 0, "--held-out {} is not a multiple of --batch {}", o.held_out, o.batch);
-  require(o.paths >= 1, "--paths must be at least 1");
-  require(o.warmup < o.steps, "--warmup {} must be below --steps {}", o.warmup, o.steps);
-  require(o.rank > 0 || (o.bpw > 0 && std::isfinite(o.bpw)), "--bpw {} must be positive", o.bpw);
+  require(*o.warmup < o.steps, "--warmup {} must be below --steps {}", *o.warmup, o.steps);
 }
 
 FitReport run_fit(Context& ctx, FitOptions o) {
@@ -289,6 +193,12 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     if (style != ProgressStyle::quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
+  // the outputs are checked before any work (fit_outputs.hpp)
+  const FitOutputPaths outputs = fit_output_paths(o);
+  if (writer) {
+    const std::size_t stale = prepare_fit_outputs(outputs, o);
+    if (stale > 0) say(std::format("removed {} stale temporary file(s) of {}.*", stale, o.out));
+  }
   const FitInputs in = load_fit_inputs(o);
   const LayerShape shape = layer_shape_for(o, in.w);
   const BitsPerWeight bpw = bits_per_weight(shape, o.scale_dtype);
@@ -343,10 +253,15 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   }
 
   // the host-side metrics are rank 0's alone (its report); the held-out
-  // error is collective
-  Progress prog;
+  // error is collective, measured with the scales as stored (best_layer.hpp)
+  const auto held_out_as_stored = [&] {
+    return held_out_error_as_stored(*trainer, layer, o.scale_dtype, data.eval_batches(), data.eval_target_sq);
+  };
+  const nlohmann::json key = resume_key(o, shape, in.checksums);
+  FitProgress prog;
   if (o.resume.empty()) {
-    prog.init.output = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
+    prog.init.output = held_out_as_stored();
+    prog.best.offer(prog.init.output, 0, LayerStage::init, [&] { return init_paths; });
     if (writer) {
       const MatrixF64 w_hat = reconstruct_weight(shape, as_stored(init_paths, o.scale_dtype));
       prog.init.weight = relative_weight_error(w_hat, in.w);
@@ -354,7 +269,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     }
   } else {
     // every rank reads the file; the check makes sure they read the same
-    prog = restore_checkpoint(o.resume, o, shape, layer, trainer->trainer());
+    prog = restore_fit_checkpoint(o.resume, key, o, shape, layer, trainer->trainer());
     trainer->check_agreement();
     say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
   }
@@ -367,10 +282,12 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     upload_paths(layer, init_paths);
     for (SignMatrix& sm : trainer->trainer().signs()) sm.reinit(ctx);
     trainer->check_agreement();  // every rank refit alike (a host computation on each)
+    const double refit_error = held_out_as_stored();
+    prog.best.offer(refit_error, 0, LayerStage::refit, [&] { return init_paths; });
     say(std::format("refit: {} sweeps in {:.1f} s, {} signs changed; training-token error {:.4e} -> {:.4e}, "
                     "held-out output error {:.4e}",
                     o.refit_sweeps, seconds_since(t0), rs.sign_changes, rs.train_error_before, rs.train_error_after,
-                    held_out_error(*trainer, data.eval_batches(), data.eval_target_sq)));
+                    refit_error));
   }
 
   // training: one replayed graph per step (per part and an update with
@@ -379,15 +296,18 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   std::uint64_t flips_before = total_flips(ctx, trainer->trainer(), nullptr);
   std::uint32_t last_eval_step = prog.next_step;
   double train_s = prog.train_s;
+  SkipGuard skip_guard(o);
   for (std::uint32_t s = prog.next_step; s < o.steps; ++s) {
     const Clock::time_point t0 = Clock::now();
-    trainer->step(s % data.batches(), schedule(o.sign_lr, s, o.steps, o.warmup),
-                  schedule(o.scale_lr, s, o.steps, o.warmup));
+    const StepResult step = trainer->step(s % data.batches(), schedule(o.sign_lr, s, o.steps, *o.warmup),
+                                          schedule(o.scale_lr, s, o.steps, *o.warmup));
     train_s += seconds_since(t0);
+    skip_guard.after_step(s, step.applied, trainer->trainer().skipped());
     const bool last = s + 1 == o.steps;
     if ((s + 1) % o.eval_every == 0 || last) {
-      const double err = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
+      const double err = held_out_as_stored();
       prog.curve.push_back({s + 1, err});
+      prog.best.offer(err, s + 1, LayerStage::training, [&] { return download_paths(layer); });
       const std::uint64_t flips = total_flips(ctx, trainer->trainer(), nullptr);
       progress.update({s + 1, err,
                        static_cast<double>(flips - flips_before) / std::max<std::uint32_t>(1, s + 1 - last_eval_step),
@@ -397,27 +317,20 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
       last_eval_step = s + 1;
     }
     if (writer && o.checkpoint_every && (s + 1) % o.checkpoint_every == 0 && !last) {
-      Progress snap = prog;
+      FitProgress snap = prog;
       snap.next_step = s + 1;
       snap.train_s = train_s;
-      write_fit_checkpoint(o.out + ".ckpt", o, shape, layer, trainer->trainer(), snap);
+      write_fit_checkpoint(outputs.checkpoint, key, layer, trainer->trainer(), snap);
     }
   }
   progress.finish();
 
-  // the result as stored, and its errors
-  BlrResult result{shape, o.scale_dtype, as_stored(download_paths(layer), o.scale_dtype), std::string(vkblr::version()),
-                   o.command_line};
-  if (writer) write_blr_result(o.out + ".safetensors", result);
-  // evaluate what was stored: the layer's scales become the stored ones
-  std::vector<float> stored_scales(layer.scale_count, 0.0f);
-  for (std::size_t p = 0; p < result.paths.size(); ++p) {
-    const std::vector<float>* parts_of[3] = {&result.paths[p].h, &result.paths[p].l, &result.paths[p].g};
-    for (std::size_t k = 0; k < 3; ++k) {
-      std::copy(parts_of[k]->begin(), parts_of[k]->end(), stored_scales.begin() + layer.segments[3 * p + k].offset);
-    }
-  }
-  layer.scales.upload(stored_scales);
+  // the result: the best layer seen, as stored; evaluated as stored
+  BlrResult result{shape,          o.scale_dtype, as_stored(prog.best.paths, o.scale_dtype),
+                   std::string(vkblr::version()), o.command_line, in.checksums};
+  upload_paths(layer, result.paths);
+  const std::string saved_note = saved_layer_note(prog.best, prog.curve);
+  if (writer && !saved_note.empty()) std::fprintf(stderr, "vkblr-fit: %s\n", saved_note.c_str());
 
   FitReport report;
   report.tool_version = std::string(vkblr::version());
@@ -439,8 +352,12 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   report.tokens_per_s = train_s > 0 ? static_cast<double>(report.tokens) / train_s : 0;
   report.flips = total_flips(ctx, trainer->trainer(), &report.oscillations);
   report.curve = prog.curve;
+  report.saved_step = prog.best.step;
+  report.saved_stage = layer_stage_name(prog.best.stage);
+  report.saved_held_out_error = prog.best.held_out_error;
+  report.inputs = in.checksums;
   report.settings = {{"sign_opt", to_string(o.sign_opt)}, {"sign_lr", o.sign_lr},       {"scale_lr", o.scale_lr},
-                     {"warmup", o.warmup},                {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
+                     {"warmup", *o.warmup},               {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
                      {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps},
@@ -450,10 +367,10 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                      {"tokens_per_part", parts.front().count},
                      {"step_timing", trainer->timing()}};
   if (!writer) return report;
-  write_json_file(o.out + ".json", to_json(report));
-  write_error_chart(o.out + ".svg", report.curve, report.init.output,
-                    std::format("vkblr-fit {}x{}, {} paths, rank {}, {:.3f} bpw", shape.m, shape.n, shape.paths,
-                                shape.rank, bpw.total));
+  write_fit_outputs(outputs, serialize_blr_result(outputs.safetensors, result), json_file_text(to_json(report)),
+                    error_chart_svg(report.curve, report.init.output,
+                                    std::format("vkblr-fit {}x{}, {} paths, rank {}, {:.3f} bpw", shape.m, shape.n,
+                                                shape.paths, shape.rank, bpw.total)));
   say(std::format("trained: held-out output error {:.4e} (init {:.4e}, {:.2f}x lower), weight error {:.4e}; "
                   "{:.0f} steps/s, {:.3g} tokens/s; wrote {}.safetensors, .json, .svg",
                   report.trained.output, report.init.output, report.init.output / report.trained.output,
@@ -468,6 +385,7 @@ nlohmann::json run_eval(Context& ctx, FitOptions o) {
   require(result.shape.m == in.w.rows && result.shape.n == in.w.cols,
           "result {} is {}x{} but W ({}) is {}x{}", o.eval, result.shape.m, result.shape.n, in.weight_source,
           in.w.rows, in.w.cols);
+  const nlohmann::json inputs = compare_inputs(o.eval, result.inputs, in);
   BlrLayer layer = make_blr_layer(ctx, result.shape.m, result.shape.n, result.shape.rank, result.paths, false);
   LocalRanks local;
   const FitSlice whole{0, o.batch};
@@ -482,6 +400,7 @@ nlohmann::json run_eval(Context& ctx, FitOptions o) {
   return {{"result", o.eval},
           {"weight", in.weight_source},
           {"activations", in.activation_source},
+          {"inputs", inputs},
           {"layer", {{"m", result.shape.m}, {"n", result.shape.n}, {"rank", result.shape.rank}, {"paths", result.shape.paths}}},
           {"bpw", bpw.total},
           {"errors",

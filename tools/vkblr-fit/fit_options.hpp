@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,9 @@ struct FitOptions {
 
   // training
   std::uint32_t steps = 0;  // 0: by device (300 on a CPU device, 2000 on a GPU)
-  std::uint32_t warmup = 0;  // warm-up steps of the cosine schedules; 0: 5% of steps
+  // warm-up steps of the cosine schedules (0: none); unset: 5% of the
+  // steps, rounded down
+  std::optional<std::uint32_t> warmup;
   SignOpt sign_opt = SignOpt::fact;
   // 0 by default: after the host refit (refit_sweeps) the GPU sign steps on
   // one batch's gradients undo much of it (docs/sign-optimizer.md, "Host

@@ -14,19 +14,44 @@
 // Under mpirun only rank 0 writes files and prints; an error on one rank of
 // several ends the whole job (nonzero exit of mpirun).
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "vkblr-fit/fit_job.hpp"
+#include "vkblr-fit/fit_option_checks.hpp"
 #include "vkblr/error.hpp"
 #ifdef VKBLR_FIT_MPI
 #include "vkblr-fit/fit_mpi.hpp"
 #endif
 
 namespace {
+
+// "PATH: what went wrong" (and the second path, where the call had one).
+std::string filesystem_message(const std::filesystem::filesystem_error& e) {
+  std::string message = e.path1().string() + ": " + e.code().message();
+  if (!e.path2().empty()) message += " (with " + e.path2().string() + ")";
+  return message;
+}
+
+// A count on the command line: 0 is refused, since in FitOptions it stands
+// for the device's default, which a user who typed 0 did not ask for.
+const CLI::Validator kPositiveCount(
+    [](std::string& input) -> std::string {
+      std::uint64_t value = 1;
+      const auto [end, ec] = std::from_chars(input.data(), input.data() + input.size(), value);
+      if (ec == std::errc{} && end == input.data() + input.size() && value == 0) {
+        return "0 is not a count here (leave the flag out for the default)";
+      }
+      return {};
+    },
+    "POSITIVE");
 
 vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   vkblr::fit::FitOptions o;
@@ -38,24 +63,28 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--activation-decay", o.activation_decay,
                  "synthetic X: covariance eigenvalues decay as (i+1)^-D (0: independent channels)")
       ->check(CLI::Range(0.0, 4.0));
-  app.add_option("--synthetic-m", o.synthetic_m, "rows of the synthetic W (default: by device)");
-  app.add_option("--synthetic-n", o.synthetic_n, "columns of the synthetic W (default: by device)");
-  app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)");
-  app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)");
-  app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)");
+  app.add_option("--synthetic-m", o.synthetic_m, "rows of the synthetic W (default: by device)")
+      ->check(kPositiveCount);
+  app.add_option("--synthetic-n", o.synthetic_n, "columns of the synthetic W (default: by device)")
+      ->check(kPositiveCount);
+  app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)")->check(kPositiveCount);
+  app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)")->check(kPositiveCount);
+  app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)")
+      ->check(kPositiveCount);
   app.add_option("--micro-batches", o.micro_batches,
                  "cut each rank's slice of a batch into K equal parts, accumulated before each step")
       ->check(CLI::Range(1u, 1024u));
   app.add_option("--seed", o.seed, "seed of the synthetic data and the randomized SVD");
-  auto* rank = app.add_option("--rank", o.rank, "rank per path (a multiple of 32)");
+  auto* rank = app.add_option("--rank", o.rank, "rank per path (a multiple of 32)")->check(kPositiveCount);
   app.add_option("--bpw", o.bpw, "target bits per weight; the rank is derived")->excludes(rank);
   app.add_option("--paths", o.paths, "paths P")->check(CLI::Range(1u, 16u));
   const std::map<std::string, vkblr::fit::ScaleDtype> dtypes{{"f16", vkblr::fit::ScaleDtype::f16},
                                                              {"f32", vkblr::fit::ScaleDtype::f32}};
   app.add_option("--scale-dtype", o.scale_dtype, "dtype of stored scales (f16, f32)")
       ->transform(CLI::CheckedTransformer(dtypes, CLI::ignore_case));
-  app.add_option("--steps", o.steps, "training steps (default: 300 on a CPU device, 2000 on a GPU)");
-  app.add_option("--warmup", o.warmup, "warm-up steps of the cosine schedules (default: 5%)");
+  app.add_option("--steps", o.steps, "training steps (default: 300 on a CPU device, 2000 on a GPU)")
+      ->check(kPositiveCount);
+  app.add_option("--warmup", o.warmup, "warm-up steps of the cosine schedules (default: 5%, rounded down)");
   std::string sign_opt = "fact";
   app.add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
   app.add_option("--sign-lr", o.sign_lr, "sign latent learning rate (peak of the schedule)");
@@ -69,8 +98,9 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_flag("--bf16-state", o.bf16_state, "keep sign latents and moments in bf16 (stochastic rounding)");
   app.add_option("--scale-lr", o.scale_lr, "Adam learning rate of h, l, g (peak of the schedule)");
   app.add_option("--scale-rel-floor", o.scale_rel_floor, "> 0: relative Adam steps on the scales");
-  app.add_option("--eval-every", o.eval_every, "held-out error every N steps (default: 20 points)");
-  app.add_option("--gscale", o.gscale, "gradient staging scale (a power of two)");
+  app.add_option("--eval-every", o.eval_every, "held-out error every N steps (default: 20 points)")
+      ->check(kPositiveCount);
+  app.add_option("--gscale", o.gscale, "gradient staging scale (a power of two, 1 to 2^24)");
   std::string init = "dual-svid";
   app.add_option("--init", init, "initial paths (dual-svid, subspace, best)")
       ->check(CLI::IsMember({"dual-svid", "subspace", "best"}));
@@ -114,6 +144,11 @@ int run(const vkblr::fit::FitOptions& options, vkblr::fit::FitRanks& ranks, cons
     return ranks.fail(std::to_string(messages.size()) + " validation message(s)");
   } catch (const vkblr::Error& e) {
     return ranks.fail(e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    return ranks.fail(filesystem_message(e));
+  } catch (const std::bad_alloc&) {
+    return ranks.fail("out of host memory: the inputs or the sizes asked for (--tokens, --batch, --synthetic-m, ...) "
+                      "are too large for this machine");
   } catch (const std::exception& e) {
     return ranks.fail(std::string("unexpected error: ") + e.what());
   }
@@ -126,8 +161,12 @@ int main(int argc, char** argv) {
   vkblr::fit::FitOptions options;
   try {
     options = parse(app, argc, argv);
+    vkblr::fit::check_fit_options(options);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const vkblr::Error& e) {
+    std::fprintf(stderr, "vkblr-fit: %s\nRun with --help for more information.\n", e.what());
+    return 2;
   }
 #ifdef VKBLR_FIT_MPI
   // under an MPI launcher: every rank trains on its slice (fit_mpi.hpp)

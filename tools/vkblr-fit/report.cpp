@@ -41,12 +41,20 @@ nlohmann::json to_json(const FitReport& report) {
        {{"steps", report.steps}, {"tokens", report.tokens}, {"tokens_per_s", number(report.tokens_per_s)},
         {"wall_s", number(report.wall_s)}, {"flips", report.flips}, {"oscillations", report.oscillations},
         {"settings", report.settings}, {"parallel", report.parallel}}},
+      {"saved",
+       {{"step", report.saved_step}, {"stage", report.saved_stage},
+        {"held_out_error", number(report.saved_held_out_error)}}},
+      {"inputs",
+       {{"weight_xxh3", checksum_hex(report.inputs.weight)},
+        {"activations_xxh3", checksum_hex(report.inputs.activations)}}},
       {"curve", curve},
   };
 }
 
+std::string json_file_text(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+
 void write_json_file(const std::string& path, const nlohmann::json& value) {
-  write_file_atomic(path, value.dump(2) + "\n");
+  write_file_atomic(path, json_file_text(value));
 }
 
 }  // namespace vkblr::fit

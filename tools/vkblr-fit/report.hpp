@@ -14,9 +14,16 @@
 //                       step_timing (null, or under mpirun rank 0's {steps,
 //                       accumulate_ms, wait_ms, exchange_ms, apply_ms per
 //                       step, exchange_share, gradient_block_bytes})}},
+//   saved {step, stage, held_out_error}: the layer the result file holds,
+//         the best seen on the held-out tokens (best_layer.hpp): stage
+//         "init", "refit" or "training", step the training steps done
+//         then (0 before training),
+//   inputs {weight_xxh3, activations_xxh3}: checksums of W and X as read
+//          (checksum.hpp),
 //   curve [{step, held_out_error}, ...]
 // Errors are metrics.hpp's ratios (not squared); output errors are on
-// held-out tokens. Non-finite numbers are written as null (JSON has none).
+// held-out tokens, with the scales as the result file stores them.
+// Non-finite numbers are written as null (JSON has none).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/curve.hpp"
 
 namespace vkblr::fit {
@@ -49,12 +57,19 @@ struct FitReport {
   nlohmann::json settings = nlohmann::json::object();  // optimizer and schedule parameters, as named on the CLI
   nlohmann::json parallel = nlohmann::json::object();  // ranks and micro-batches (fit_ranks.hpp), step timing
   std::vector<CurvePoint> curve;
+  std::uint64_t saved_step = 0;      // BestLayer::step of the layer saved
+  std::string saved_stage = "training";  // layer_stage_name of its stage
+  double saved_held_out_error = 0;
+  InputChecksums inputs;
 };
 
 nlohmann::json to_json(const FitReport& report);
 
-// `value` as indented JSON with a final newline, written atomically.
-// Throws vkblr::Error naming the path when it cannot be written.
+// `value` as indented JSON with a final newline.
+std::string json_file_text(const nlohmann::json& value);
+
+// json_file_text written atomically. Throws vkblr::Error naming the path
+// when it cannot be written.
 void write_json_file(const std::string& path, const nlohmann::json& value);
 
 }  // namespace vkblr::fit
