@@ -162,12 +162,10 @@ GPU_TEST("a pipeline cache path that is a FIFO is never opened", "[context][pipe
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
-  const auto t0 = std::chrono::steady_clock::now();
   check_warned_once(cache.dir, fifo, "is a FIFO");
   done = true;
   watchdog.join();
   CHECK_FALSE(opened);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
   CHECK(std::filesystem::is_fifo(fifo));
 }
 

@@ -1,7 +1,7 @@
 # cmake -DRC=<exit status> [-DEXPECT=<regex>] [-DLIMIT=<seconds>] -P expect_exit.cmake -- COMMAND...
 #
 # Runs COMMAND (a tool given careless or hostile arguments) and passes only
-# when it exits with status RC within LIMIT seconds (default 120), its
+# when it exits with status RC within LIMIT seconds (default 300), its
 # output (stdout and stderr together) matches EXPECT, and nothing in it
 # tells of an abort: no death by a signal, no uncaught exception
 # ("terminate called"), no sanitizer report.
@@ -10,7 +10,7 @@ if(NOT command OR NOT DEFINED RC)
   message(FATAL_ERROR "usage: cmake -DRC=<status> [-DEXPECT=<regex>] [-DLIMIT=<s>] -P expect_exit.cmake -- COMMAND...")
 endif()
 if(NOT LIMIT)
-  set(LIMIT 120)
+  set(LIMIT 300)
 endif()
 execute_process(COMMAND ${command} TIMEOUT ${LIMIT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message("${out}")
