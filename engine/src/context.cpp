@@ -1,14 +1,13 @@
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <format>
-#include <fstream>
 #include <iterator>
 
 #include "context_impl.hpp"
-#include "file_io.hpp"
+#include "pipeline_cache_file.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/error.hpp"
 
@@ -557,22 +556,26 @@ void ContextImpl::load_pipeline_cache(const ContextOptions& options) {
   if (dir != "-") {
     VkPhysicalDeviceProperties p;
     vkGetPhysicalDeviceProperties(physical, &p);
+    PipelineCacheIdentity identity{p.vendorID, p.deviceID, {}};
+    std::copy(std::begin(p.pipelineCacheUUID), std::end(p.pipelineCacheUUID), identity.uuid.begin());
     std::string uuid;
     for (std::uint8_t b : p.pipelineCacheUUID) uuid += std::format("{:02x}", b);
     pipeline_cache_file = std::format("{}/pipelines-{:04x}-{:04x}-{}.bin", dir, p.vendorID, p.deviceID, uuid);
-    std::ifstream in(pipeline_cache_file, std::ios::binary);
-    if (in) data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    // A cache from another driver or a damaged file is dropped, not trusted:
-    // its header must name this device's cache UUID.
-    if (data.size() < 32 || std::memcmp(data.data() + 16, p.pipelineCacheUUID, VK_UUID_SIZE) != 0) data.clear();
+    PipelineCacheRead read = read_pipeline_cache(pipeline_cache_file, identity);
+    if (!read.problem.empty()) warn_pipeline_cache("", read.problem, "; running without it");
+    data = std::move(read.data);
   }
   VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   info.initialDataSize = data.size();
   info.pInitialData = data.empty() ? nullptr : data.data();
-  if (vkCreatePipelineCache(device, &info, nullptr, &pipeline_cache) != VK_SUCCESS) {
+  const VkResult r = vkCreatePipelineCache(device, &info, nullptr, &pipeline_cache);
+  if (r != VK_SUCCESS && !data.empty()) {
+    warn_pipeline_cache("was refused by the driver (", vk_result_name(r), "); running without it");
     info.initialDataSize = 0;
     info.pInitialData = nullptr;
     VKBLR_VK(vkCreatePipelineCache(device, &info, nullptr, &pipeline_cache));
+  } else {
+    VKBLR_VK(r);
   }
 }
 
@@ -580,14 +583,34 @@ void ContextImpl::save_pipeline_cache() noexcept {
   if (pipeline_cache_file.empty()) return;
   try {
     std::size_t size = 0;
-    if (vkGetPipelineCacheData(device, pipeline_cache, &size, nullptr) != VK_SUCCESS || size == 0) return;
-    std::vector<char> data(size);
-    if (vkGetPipelineCacheData(device, pipeline_cache, &size, data.data()) != VK_SUCCESS) return;
+    VkResult r = vkGetPipelineCacheData(device, pipeline_cache, &size, nullptr);
+    std::vector<char> data(r == VK_SUCCESS ? size : 0);
+    if (r == VK_SUCCESS && size > 0) r = vkGetPipelineCacheData(device, pipeline_cache, &size, data.data());
+    if (r != VK_SUCCESS) {
+      warn_pipeline_cache("not saved: the driver returned ", vk_result_name(r), " for its data");
+      return;
+    }
     data.resize(size);
-    std::filesystem::create_directories(std::filesystem::path(pipeline_cache_file).parent_path());
-    write_file_atomic(pipeline_cache_file, data.data(), data.size());
+    if (data.empty()) return;
+    const std::string problem = write_pipeline_cache(pipeline_cache_file, data);
+    if (!problem.empty()) warn_pipeline_cache("not saved: ", problem, "");
+  } catch (const std::exception& e) {  // no memory for the data
+    warn_pipeline_cache("not saved: ", e.what(), "");
+  }
+}
+
+void ContextImpl::warn_pipeline_cache(std::string_view before, std::string_view problem,
+                                      std::string_view after) noexcept {
+  if (pipeline_cache_warned_) return;  // one warning per context
+  pipeline_cache_warned_ = true;
+  // printed without allocating: the save runs in the destructor
+  std::fprintf(stderr, "vkblr: warning: pipeline cache %s %.*s%.*s%.*s\n", pipeline_cache_file.c_str(),
+               static_cast<int>(before.size()), before.data(), static_cast<int>(problem.size()), problem.data(),
+               static_cast<int>(after.size()), after.data());
+  try {
+    pipeline_cache_warning = std::format("pipeline cache {} {}{}{}", pipeline_cache_file, before, problem, after);
   } catch (...) {
-    // a cache that cannot be saved only costs compile time next run
+    // (stderr has it)
   }
 }
 
@@ -838,6 +861,8 @@ std::vector<std::string> Context::set_aside_validation_messages() const {
 std::size_t Context::validation_message_count() const { return impl_->validation_message_count(); }
 void Context::clear_validation_messages() { impl_->clear_validation_messages(); }
 Profiler& Context::profiler() noexcept { return impl_->profiler; }
+const std::string& Context::pipeline_cache_file() const noexcept { return impl_->pipeline_cache_file; }
+const std::string& Context::pipeline_cache_warning() const noexcept { return impl_->pipeline_cache_warning; }
 void Context::wait_idle() { VKBLR_VK(vkDeviceWaitIdle(impl_->device)); }
 
 std::optional<CoopMatShape> Caps::f16_fragment() const {

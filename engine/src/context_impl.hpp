@@ -12,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernel.hpp"
@@ -76,7 +77,8 @@ class ContextImpl {
   VmaAllocator allocator = VK_NULL_HANDLE;
   VkCommandPool command_pool = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
-  std::string pipeline_cache_file;  // empty: not persisted
+  std::string pipeline_cache_file;     // empty: not persisted
+  std::string pipeline_cache_warning;  // the one warning printed about the file; empty: none
   Caps caps;
   Profiler profiler;
   bool validation = false;
@@ -87,8 +89,14 @@ class ContextImpl {
   void create_instance(const ContextOptions& options);
   void pick_device(const ContextOptions& options);
   void create_device(bool want_kernel_statistics);
+  // The pipeline cache file is optional: a problem reading or writing it
+  // (pipeline_cache_file.hpp) is printed once on stderr, naming the file
+  // and the reason, and the context runs on without the file.
   void load_pipeline_cache(const ContextOptions& options);
   void save_pipeline_cache() noexcept;
+  // Prints "vkblr: warning: pipeline cache <file> <before><problem><after>"
+  // and keeps it in pipeline_cache_warning, the first time only.
+  void warn_pipeline_cache(std::string_view before, std::string_view problem, std::string_view after) noexcept;
   void ensure_staging(std::uint64_t bytes);
   // One-shot transfer command buffer: begin, record via `fn`, submit, wait.
   template <class Fn>
@@ -101,6 +109,7 @@ class ContextImpl {
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
   std::uint64_t next_buffer_id_ = 1;
+  bool pipeline_cache_warned_ = false;
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;
   std::vector<std::string> set_aside_;

@@ -2,16 +2,7 @@
 # Runs COMMAND (an mpirun job in which a rank dies or hangs) and passes only
 # when it fails (nonzero exit) within LIMIT seconds with output matching
 # EXPECT: the job ended with an error instead of hanging.
-set(command "")
-set(after_dashes FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE ${last})
-  if(after_dashes)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_dashes TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/command_after_dashes.cmake)
 if(NOT command OR NOT LIMIT OR NOT EXPECT)
   message(FATAL_ERROR "usage: cmake -DLIMIT=<s> -DEXPECT=<regex> -P expect_job_failure.cmake -- COMMAND...")
 endif()

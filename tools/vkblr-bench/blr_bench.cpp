@@ -2,6 +2,7 @@
 // dispatch and the gaps between them.
 #include "blr_bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <format>
@@ -29,6 +30,16 @@ std::string class_of(const vkblr::ProfileEvent& e) {
 
 }  // namespace
 
+MemoryNeed blr_memory(const vkblr::Context& ctx, const BlrCase& c, const BlrBenchOptions& o) {
+  MemoryNeed need = layer_memory(ctx, c, o.sign_grads, o.lanes);
+  // x, dy (uploaded from host copies, through a staging buffer as large), y, dx
+  const double x = static_cast<double>(c.ntok) * c.n * 4, y = static_cast<double>(c.ntok) * c.m * 4;
+  need.device_bytes += 2 * x + 2 * y + std::max(x, y);
+  need.largest_buffer = std::max({need.largest_buffer, x, y});
+  need.host_bytes += x + y;
+  return need;
+}
+
 std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions& o) {
   std::vector<BlrResult> out;
   for (const BlrCase& c : o.cases) {
@@ -37,6 +48,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
     res.lanes = o.lanes;
     res.torch_compile_ms = torch_compile_reference(c);
     try {
+      require_fits(ctx.caps(), blr_memory(ctx, c, o), "blr " + to_string(c));
       vkblr::BlrLayer layer = random_layer(ctx, c, o.sign_grads);
       vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r, o.lanes);
       vkblr::BlrScratch scratch(ctx, layer, shared);
@@ -103,7 +115,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
                        o.reps);
       }
       res.replay_ms = stats_of(wall).median_ms;
-    } catch (const vkblr::Error& err) {
+    } catch (const std::exception& err) {  // vkblr::Error, or host memory
       res.error = err.what();
     }
     if (!o.quiet) std::fprintf(stderr, "%s\n", format_blr_result(res).c_str());
@@ -115,7 +127,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
 std::string format_blr_result(const BlrResult& r) {
   const BlrCase& c = r.c;
   std::string s = std::format("blr m={} n={} r={} ntok={} P={} lanes={}: ", c.m, c.n, c.r, c.ntok, c.paths, r.lanes);
-  if (!r.error.empty()) return s + r.error;
+  if (!r.error.empty()) return s + "error: " + r.error;
   // (the profiled run's timestamps keep dispatches from overlapping, so busy
   // stays below span; the overlap of paths side by side shows in replay)
   s += std::format("step {:.3f} ms (replay {:.3f} ms), busy {:.3f} ms, gaps {:.1f}%, {} dispatches, {} barriers;",

@@ -12,6 +12,7 @@
 #include <vkblr/vkblr.hpp>
 
 #include "layer_case.hpp"
+#include "memory_need.hpp"
 #include "timing.hpp"
 
 namespace bench {
@@ -40,7 +41,13 @@ struct BlrResult {
   std::map<std::string, double> per_name_ms;  // per step: GPU time of each dispatch name
 };
 
+// What one case allocates (memory_need.hpp); run_blr_bench refuses a case
+// that does not fit before allocating anything.
+MemoryNeed blr_memory(const vkblr::Context& ctx, const BlrCase& c, const BlrBenchOptions& options);
+
 std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions& options);
+// A case that did not run.
+inline bool failed(const BlrResult& r) { return !r.error.empty(); }
 std::string format_blr_result(const BlrResult& r);
 nlohmann::json to_json(const BlrResult& r);
 

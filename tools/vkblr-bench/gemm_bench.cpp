@@ -1,9 +1,10 @@
 // vkblr-bench gemm: GEMM rates per shape, B mode and tile.
 #include "gemm_bench.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <format>
-#include <cmath>
 #include <random>
 
 #include "timing.hpp"
@@ -50,40 +51,88 @@ float b_value(vkblr::GemmB mode, const std::vector<std::uint16_t>& plane, const 
   return 0;
 }
 
+// The tiles a mode runs: the given ones, else (and always for "plain") the
+// library's choice.
+std::vector<vkblr::GemmTile> mode_tiles(const vkblr::Context& ctx, const GemmBenchOptions& o, const std::string& mode,
+                                        std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+  if (mode == "plain") return {vkblr::gemm_tile_for(ctx, m, n, k, vkblr::GemmKernel::plain)};
+  if (o.tiles.empty()) return {vkblr::gemm_tile_for(ctx, m, n, k)};
+  return o.tiles;
+}
+
 }  // namespace
+
+MemoryNeed gemm_memory(const vkblr::Context& ctx, const GemmSize& shape, std::span<const vkblr::GemmTile> tiles,
+                       bool check) {
+  const auto [m, n, k] = shape;
+  const double act = double(m) * k * 2, plane = double(n) * k * 2, bits = double(n) * k / 8,
+               result = double(m) * n * 4;
+  double workspace = 0;  // split-K layers [s][m][n]
+  for (const vkblr::GemmTile& t : tiles) {
+    const std::uint32_t s = vkblr::gemm_splits_for(ctx, t, m, n, k);
+    if (s > 1) workspace = std::max(workspace, s * result);
+  }
+  MemoryNeed need;
+  // operands, result, workspace, and the staging buffer of the largest upload
+  need.device_bytes = act + plane + 2 * bits + result + workspace + std::max({act, plane, double(1u << 20)});
+  need.largest_buffer = std::max({act, plane, result, workspace});
+  need.host_bytes = act + plane + 2 * bits + (check ? result : 0);
+  return need;
+}
 
 std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptions& o) {
   std::vector<GemmResult> out;
+  auto report = [&](GemmResult r) {
+    if (!o.quiet) std::fprintf(stderr, "%s\n", format_gemm_result(r).c_str());
+    out.push_back(std::move(r));
+  };
   for (const auto& [m, n, k] : o.shapes) {
-    // random inputs (never zeros: they run faster than real data)
-    const auto act_h = random_halves(std::size_t{m} * k, 1);
-    const auto plane_h = random_halves(std::size_t{n} * k, 2);
-    const auto bn_h = random_words(std::size_t{n} * k / 32, 3);
-    const auto bt_h = random_words(std::size_t{k} * n / 32, 4);
-    vkblr::Buffer act = ctx.upload(act_h);
-    vkblr::Buffer plane = ctx.upload(plane_h);
-    vkblr::Buffer bits_n = ctx.upload(bn_h);
-    vkblr::Buffer bits_t = ctx.upload(bt_h);
-    vkblr::Buffer result = ctx.buffer(std::size_t{m} * n * 4);
-    for (const std::string& mode_name : o.modes) {
-      const bool plain = mode_name == "plain";
+    auto result_of = [&](const std::string& mode, const std::string& tile) {
+      GemmResult r;
+      r.m = m;
+      r.n = n;
+      r.k = k;
+      r.mode = mode;
+      r.tile = tile;
+      return r;
+    };
+    std::vector<std::vector<vkblr::GemmTile>> tiles_of_mode;  // per o.modes
+    std::vector<std::uint16_t> act_h, plane_h;
+    std::vector<std::uint32_t> bn_h, bt_h;
+    vkblr::Buffer act, plane, bits_n, bits_t, result;
+    try {
+      std::vector<vkblr::GemmTile> all_tiles;
+      for (const std::string& mode_name : o.modes) {
+        tiles_of_mode.push_back(mode_tiles(ctx, o, mode_name, m, n, k));
+        all_tiles.insert(all_tiles.end(), tiles_of_mode.back().begin(), tiles_of_mode.back().end());
+      }
+      require_fits(ctx.caps(), gemm_memory(ctx, {m, n, k}, all_tiles, o.check), std::format("gemm {}x{}x{}", m, n, k));
+      // random inputs (never zeros: they run faster than real data)
+      act_h = random_halves(std::size_t{m} * k, 1);
+      plane_h = random_halves(std::size_t{n} * k, 2);
+      bn_h = random_words(std::size_t{n} * k / 32, 3);
+      bt_h = random_words(std::size_t{k} * n / 32, 4);
+      act = ctx.upload(act_h);
+      plane = ctx.upload(plane_h);
+      bits_n = ctx.upload(bn_h);
+      bits_t = ctx.upload(bt_h);
+      result = ctx.buffer(std::size_t{m} * n * 4);
+    } catch (const std::exception& e) {  // vkblr::Error, or host memory: every mode of the shape fails
+      for (const std::string& mode_name : o.modes) {
+        GemmResult r = result_of(mode_name, "");
+        r.error = e.what();
+        report(std::move(r));
+      }
+      continue;
+    }
+    for (std::size_t mi = 0; mi < o.modes.size(); ++mi) {
+      const std::string& mode_name = o.modes[mi];
       const vkblr::GemmB mode = mode_name == "bits_n"   ? vkblr::GemmB::bits_n
                                 : mode_name == "bits_t" ? vkblr::GemmB::bits_t
                                                         : vkblr::GemmB::plane;
       const vkblr::Buffer& b = mode == vkblr::GemmB::plane ? plane : mode == vkblr::GemmB::bits_n ? bits_n : bits_t;
-      std::vector<vkblr::GemmTile> tiles = o.tiles;
-      if (tiles.empty() || plain) {
-        vkblr::GemmTile t = vkblr::gemm_tile_for(ctx, m, n, k);
-        if (plain) t = vkblr::gemm_tile_for(ctx, m, n, k, vkblr::GemmKernel::plain);
-        tiles = {t};
-      }
-      for (const vkblr::GemmTile& tile : tiles) {
-        GemmResult r;
-        r.m = m;
-        r.n = n;
-        r.k = k;
-        r.mode = mode_name;
-        r.tile = tile.to_string();
+      for (const vkblr::GemmTile& tile : tiles_of_mode[mi]) {
+        GemmResult r = result_of(mode_name, tile.to_string());
         try {
           vkblr::check_gemm_tile(ctx, tile);
           const vkblr::Ops ops = vkblr::gemm(ctx, act, b, mode, result, {m, n, k}, &tile);
@@ -106,29 +155,36 @@ std::vector<GemmResult> run_gemm_bench(vkblr::Context& ctx, const GemmBenchOptio
               for (std::uint32_t p = 0; p < k; ++p) {
                 ref += double(vkblr::f16_to_f32(act_h[std::size_t{i} * k + p])) * b_value(mode, plane_h, bn_h, bt_h, n, k, j, p);
               }
-              worst = std::max(worst, std::abs(double(got[std::size_t{i} * n + j]) - ref));
+              const double diff = std::abs(double(got[std::size_t{i} * n + j]) - ref);
+              if (!(diff <= worst)) worst = diff;  // a NaN stays
               sumsq += ref * ref;
             }
             r.check_error = worst / std::sqrt(sumsq / samples);
           }
-        } catch (const vkblr::Error& e) {
+        } catch (const std::exception& e) {  // vkblr::Error, or host memory
           r.error = e.what();
         }
-        out.push_back(r);
-        if (!o.quiet) std::fprintf(stderr, "%s\n", format_gemm_result(r).c_str());
+        report(std::move(r));
       }
     }
   }
   return out;
 }
 
+bool failed(const GemmResult& r) {
+  return !r.error.empty() || (r.check_error && !(*r.check_error < kCheckTolerance));
+}
+
 std::string format_gemm_result(const GemmResult& r) {
-  if (!r.error.empty()) return std::format("{}x{}x{} {:7} [{}]: {}", r.m, r.n, r.k, r.mode, r.tile, r.error);
+  if (!r.error.empty()) {
+    return std::format("{}x{}x{} {:7}{}: error: {}", r.m, r.n, r.k, r.mode, r.tile.empty() ? "" : " [" + r.tile + "]",
+                       r.error);
+  }
   std::string s = std::format("{}x{}x{} {:7} [{}]: median {:.4f} ms (min {:.4f}, max {:.4f}, {} reps) {:.3g} TFLOPS",
                               r.m, r.n, r.k, r.mode, r.tile, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms,
                               r.stats.reps, r.tflops);
   if (r.cublas_tflops > 0) s += std::format(" = {:.2f}x cuBLAS ({:.0f})", r.tflops / r.cublas_tflops, r.cublas_tflops);
-  if (r.check_error >= 0) s += std::format(" check {:.1e} {}", r.check_error, r.check_error < 1e-4 ? "ok" : "FAIL");
+  if (r.check_error) s += std::format(" check {:.1e} {}", *r.check_error, failed(r) ? "FAIL" : "ok");
   for (const auto& st : r.kernel_stats) s += std::format("\n    {}: {}", st.name, st.value);
   return s;
 }
@@ -144,7 +200,7 @@ nlohmann::json to_json(const GemmResult& r) {
   j["max_ms"] = r.stats.max_ms;
   j["reps"] = r.stats.reps;
   j["tflops"] = r.tflops;
-  if (r.check_error >= 0) j["check_error"] = r.check_error;
+  if (r.check_error) j["check_error"] = *r.check_error;
   if (r.cublas_tflops > 0) {
     j["cublas_tflops"] = r.cublas_tflops;
     j["vs_cublas"] = r.tflops / r.cublas_tflops;

@@ -9,6 +9,8 @@
 
 #include <vkblr/vkblr.hpp>
 
+#include "memory_need.hpp"
+
 namespace bench {
 
 // Output rows m, input columns n, rank r, tokens per step, paths P.
@@ -16,8 +18,23 @@ struct LayerCase {
   std::uint32_t m = 0, n = 0, r = 0, ntok = 0, paths = 0;
 };
 
-// "m,n,r,ntok,P"; throws std::invalid_argument naming the text otherwise.
+// "m,n,r,ntok,P" with the blr layer's rules (vkblr/blr.hpp): m and n
+// positive multiples of 16, r a positive multiple of 32, ntok and P at
+// least 1 (bench_args.hpp's strict numbers); throws std::invalid_argument
+// naming the text and the rule otherwise.
 LayerCase parse_layer_case(const std::string& text);
+
+// "m=.. n=.. r=.. ntok=.. P=..", for messages.
+std::string to_string(const LayerCase& c);
+
+// Floats of a layer's concatenated scales (BlrLayer::scale_count: every
+// path's h, ℓ, g, each segment aligned for binding as a view).
+double layer_scale_floats(const vkblr::Context& ctx, const LayerCase& c);
+
+// The memory of random_layer(c, sign_grads) and of the blr ops around it:
+// BlrShared with min(P, lanes) lanes, BlrScratch, the split-K workspaces of
+// the layer's GEMMs, and the host copies random_layer makes.
+MemoryNeed layer_memory(const vkblr::Context& ctx, const LayerCase& c, bool sign_grads, std::uint32_t lanes);
 
 // Seeded uniform floats in [lo, hi).
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {

@@ -11,49 +11,55 @@
 // around every dispatch; the graph runs `warmup` times, then once timed; the
 // median over reps of the GPU time is reported (docs/benchmarks.md).
 // `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp).
+//
+// Sizes are unsigned decimal numbers within the op's rules (bench_args.hpp,
+// layer_case.hpp), checked before any device work. A case whose buffers
+// would not fit the device (memory_need.hpp), or that fails to run, is
+// reported with its error (text, or "error" in the JSON) and the others
+// still run. Exit status: 0 when every case ran (and passed --check); 1
+// when any case failed, the validation layer (--validate) reported anything
+// or the device could not be used; 2 for a command-line usage error (an
+// unknown flag, a malformed or out-of-rule value); --help: 0.
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <stdexcept>
 
+#include "bench_args.hpp"
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
 #include "train_bench.hpp"
 
 namespace {
 
-std::array<std::uint32_t, 3> parse_shape(const std::string& s) {
-  std::array<std::uint32_t, 3> v{};
-  char x1 = 0, x2 = 0;
-  std::istringstream in(s);
-  in >> v[0] >> x1 >> v[1] >> x2 >> v[2];
-  if (in.fail() || x1 != 'x' || x2 != 'x') throw CLI::ValidationError("--shape", "expected MxNxK, got " + s);
-  return v;
+// A CLI11 check that `parse` accepts the value (its std::invalid_argument's
+// message otherwise).
+template <class Parse>
+CLI::Validator strict(Parse parse, std::string description) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          parse(text);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      std::move(description));
 }
 
-vkblr::GemmTile parse_tile(const std::string& s, vkblr::GemmKernel kernel) {
-  vkblr::GemmTile t;
-  t.kernel = kernel;
-  char c = 0;
-  std::istringstream in(s);
-  in >> t.bm >> c >> t.bn >> c >> t.bk >> c >> t.wm >> c >> t.wn >> c >> t.stages;
-  bool ok = !in.fail();
-  if (ok && !(in >> std::ws).eof()) {  // an optional seventh field, then nothing
-    ok = static_cast<bool>(in >> c >> t.prefetch) && c == ',' && (in >> std::ws).eof();
-  }
-  if (!ok) {
-    throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages[,prefetch], got " + s);
-  }
-  return t;
-}
-
-bench::LayerCase layer_case(const std::string& text) {
-  try {
-    return bench::parse_layer_case(text);
-  } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--case", e.what());
-  }
-}
+// A finite number in [0, 1] (CLI::Range lets NaN through).
+const CLI::Validator kFraction(
+    [](std::string& text) -> std::string {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc{} || end != text.data() + text.size() || !(v >= 0 && v <= 1)) {
+        return "expected a number in [0, 1], got " + text;
+      }
+      return {};
+    },
+    "in [0, 1]");
 
 }  // namespace
 
@@ -68,11 +74,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> shapes, tiles;
   std::vector<std::string> modes{"plane", "bits_n", "bits_t"};
   bench::GemmBenchOptions gopt;
-  gemm->add_option("--shape", shapes, "MxNxK (repeatable)");
-  gemm->add_option("--mode", modes, "plane, bits_n, bits_t, plain")->delimiter(',');
-  gemm->add_option("--tile", tiles, "bm,bn,bk,wm,wn,stages[,prefetch] (repeatable; default: the library's choice)");
+  gemm->add_option("--shape", shapes, "MxNxK (repeatable): m >= 1, n and k multiples of 16")
+      ->check(strict(bench::parse_gemm_shape, "MxNxK"));
+  gemm->add_option("--mode", modes, "plane, bits_n (k a multiple of 32), bits_t (n a multiple of 32), plain")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"plane", "bits_n", "bits_t", "plain"}));
+  gemm->add_option("--tile", tiles, "bm,bn,bk,wm,wn,stages[,prefetch] (repeatable; default: the library's choice)")
+      ->check(strict(bench::parse_gemm_tile, "bm,bn,bk,wm,wn,stages[,prefetch]"));
   gemm->add_option("--reps", gopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
-  gemm->add_option("--warmup", gopt.warmup, "untimed runs of the whole batch first");
+  gemm->add_option("--warmup", gopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
   gemm->add_flag("--check", gopt.check, "compare 256 sampled outputs of each case with an f64 host product");
   gemm->add_flag("--stats", gopt.stats,
                  "the driver's compiler statistics of each GEMM kernel (registers, spills; "
@@ -82,26 +92,52 @@ int main(int argc, char** argv) {
   std::vector<std::string> cases;
   bench::BlrBenchOptions bopt;
   bool no_sign = false;
-  blr->add_option("--case", cases, "m,n,r,ntok,P (repeatable; default: issue 5's four cases)");
+  blr->add_option("--case", cases, "m,n,r,ntok,P (repeatable; default: issue 5's four cases)")
+      ->check(strict(bench::parse_layer_case, "m,n,r,ntok,P"));
   blr->add_flag("--no-sign", no_sign, "without the sign gradients");
   blr->add_option("--lanes", bopt.lanes, "paths recorded side by side (BlrShared lanes; 1 = path after path)")
       ->check(CLI::Range(1u, 64u));
   blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
-  blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first");
+  blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
 
   CLI::App* train = app.add_subcommand("train", "whole training steps per second (BlrTrainer, vkblr-fit's loop)");
   std::vector<std::string> train_cases;
   bench::TrainBenchOptions topt;
   std::string sign_opt = "fact";
   bool frozen_signs = false;
-  train->add_option("--case", train_cases, "m,n,r,ntok,P (repeatable; default: vkblr-fit's H200 layer at 1 bpw)");
+  train->add_option("--case", train_cases, "m,n,r,ntok,P (repeatable; default: vkblr-fit's H200 layer at 1 bpw)")
+      ->check(strict(bench::parse_layer_case, "m,n,r,ntok,P"));
   train->add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
-  train->add_option("--flip-budget", topt.flip_budget, "fraction of signs that may flip per step (0: no cap)");
+  train->add_option("--flip-budget", topt.flip_budget, "fraction of signs that may flip per step (0: no cap)")
+      ->check(kFraction);
   train->add_flag("--frozen-signs", frozen_signs, "scales only: no sign gradients or steps (vkblr-fit --sign-lr 0)");
   train->add_option("--steps", topt.steps, "timed steps (>= 20)")->check(CLI::Range(20u, 1000000u));
-  train->add_option("--warmup", topt.warmup, "untimed steps first");
+  train->add_option("--warmup", topt.warmup, "untimed steps first")->check(CLI::Range(0u, 1000000u));
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+    if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
+    for (const auto& s : shapes) {
+      gopt.shapes.push_back(bench::parse_gemm_shape(s));
+      for (const auto& mode : modes) {
+        try {
+          bench::check_gemm_mode(gopt.shapes.back(), mode);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError("--shape, --mode", e.what());
+        }
+      }
+    }
+    for (const auto& t : tiles) gopt.tiles.push_back(bench::parse_gemm_tile(t));
+    if (cases.empty()) {
+      cases = {"3584,1024,512,4096,2", "1024,3584,512,4096,2", "6144,1024,512,4096,2", "1024,1024,256,4096,2"};
+    }
+    for (const auto& c : cases) bopt.cases.push_back(bench::parse_layer_case(c));
+    if (train_cases.empty()) train_cases = {"3584,1024,352,4096,2"};
+    for (const auto& c : train_cases) topt.cases.push_back(bench::parse_layer_case(c));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0
+  }
+
   try {
     vkblr::ContextOptions copt;
     copt.validation = validate;
@@ -111,44 +147,48 @@ int main(int argc, char** argv) {
     nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},
                              {"api", caps.api_version_string}, {"vkblr", std::string(vkblr::version())}};
     if (!json) std::fprintf(stderr, "device: %s (%s)\n", caps.device_name.c_str(), caps.driver_info.c_str());
+    std::size_t cases_run = 0, cases_failed = 0;
+    auto add = [&](const char* key, const auto& results) {
+      report[key] = nlohmann::json::array();
+      for (const auto& r : results) {
+        report[key].push_back(bench::to_json(r));
+        ++cases_run;
+        if (bench::failed(r)) ++cases_failed;
+      }
+    };
     if (gemm->parsed()) {
-      if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
-      for (const auto& s : shapes) gopt.shapes.push_back(parse_shape(s));
       gopt.modes = modes;
       const vkblr::GemmKernel kernel = vkblr::default_gemm_kernel(ctx);
-      for (const auto& t : tiles) gopt.tiles.push_back(parse_tile(t, kernel));
+      for (auto& t : gopt.tiles) t.kernel = kernel;
       gopt.quiet = json;
-      const auto results = bench::run_gemm_bench(ctx, gopt);
-      report["gemm"] = nlohmann::json::array();
-      for (const auto& r : results) report["gemm"].push_back(bench::to_json(r));
+      add("gemm", bench::run_gemm_bench(ctx, gopt));
     }
     if (blr->parsed()) {
-      if (cases.empty()) {
-        cases = {"3584,1024,512,4096,2", "1024,3584,512,4096,2", "6144,1024,512,4096,2", "1024,1024,256,4096,2"};
-      }
-      for (const auto& c : cases) bopt.cases.push_back(layer_case(c));
       bopt.sign_grads = !no_sign;
       bopt.quiet = json;
-      const auto results = bench::run_blr_bench(ctx, bopt);
-      report["blr"] = nlohmann::json::array();
-      for (const auto& r : results) report["blr"].push_back(bench::to_json(r));
+      add("blr", bench::run_blr_bench(ctx, bopt));
     }
     if (train->parsed()) {
-      if (train_cases.empty()) train_cases = {"3584,1024,352,4096,2"};
-      for (const auto& c : train_cases) topt.cases.push_back(layer_case(c));
       topt.sign_opt = vkblr::sign_opt_from_string(sign_opt);
       topt.train_signs = !frozen_signs;
       topt.quiet = json;
-      const auto results = bench::run_train_bench(ctx, topt);
-      report["train"] = nlohmann::json::array();
-      for (const auto& r : results) report["train"].push_back(bench::to_json(r));
+      add("train", bench::run_train_bench(ctx, topt));
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
+    if (validate) {
+      for (const std::string& m : ctx.validation_messages()) std::fprintf(stderr, "validation: %s\n", m.c_str());
+      if (ctx.validation_message_count() > 0) return 1;
+    }
+    if (cases_failed > 0) {
+      std::fprintf(stderr, "vkblr-bench: %zu of %zu cases failed\n", cases_failed, cases_run);
+      return 1;
+    }
     return 0;
-  } catch (const CLI::Error& e) {  // a bad --case
-    return app.exit(e);
   } catch (const vkblr::Error& e) {
     std::fprintf(stderr, "vkblr-bench: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkblr-bench: unexpected error: %s\n", e.what());
     return 1;
   }
 }

@@ -1,10 +1,34 @@
 // vkblr-bench train: BlrTrainer steps per second and GPU time per step.
 #include "train_bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <format>
 
 namespace bench {
+
+MemoryNeed train_memory(const vkblr::Context& ctx, const TrainCase& c, const TrainBenchOptions& o) {
+  // the layer with sign gradients stands for the trainer's too: it keeps
+  // G_U, G_V of the same sizes in its sign matrices (SignInit::deferred)
+  MemoryNeed need = layer_memory(ctx, c, o.train_signs, vkblr::BlrTrainerConfig{}.path_lanes);
+  const double m = c.m, n = c.n, r = c.r, t = c.ntok;
+  const double x = t * n * 4, y = t * m * 4;
+  const double scales = layer_scale_floats(ctx, c) * 4;
+  // x and target (and the staging buffer), the trainer's y, dy, dx; its
+  // mask, floors and Adam moments (each as large as the layer's scales)
+  need.device_bytes += 2 * x + 3 * y + std::max(x, y) + 4 * scales;
+  need.largest_buffer = std::max({need.largest_buffer, x, y});
+  if (o.train_signs) {
+    // per sign matrix of e elements: w, m, v (at most f32 each), flip
+    // scores (with a budget), flipped and initial bits
+    for (const double rows : {m, n}) {
+      const double e = rows * r;
+      need.device_bytes += c.paths * (e * 4 * (o.flip_budget > 0 ? 4 : 3) + e / 4);
+    }
+  }
+  need.host_bytes += x + 2 * y + 2 * scales;  // inputs and target, mask and floors
+  return need;
+}
 
 std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOptions& o) {
   std::vector<TrainResult> out;
@@ -13,6 +37,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
     res.c = c;
     res.train_signs = o.train_signs;
     try {
+      require_fits(ctx.caps(), train_memory(ctx, c, o), "train " + to_string(c));
       const auto target_h = random_floats(std::size_t{c.ntok} * c.m, 61, -1.0f, 1.0f);
       double target_sq = 0;
       for (float v : target_h) target_sq += double{v} * v;
@@ -67,7 +92,7 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
       }
       res.gpu = stats_of(busy);
       res.per_name_ms = names;
-    } catch (const vkblr::Error& e) {
+    } catch (const std::exception& e) {  // vkblr::Error, or host memory
       res.error = e.what();
     }
     if (!o.quiet) std::fprintf(stderr, "%s\n", format_train_result(res).c_str());

@@ -15,6 +15,7 @@
 #include <vkblr/vkblr.hpp>
 
 #include "layer_case.hpp"
+#include "memory_need.hpp"
 #include "timing.hpp"
 
 namespace bench {
@@ -42,7 +43,13 @@ struct TrainResult {
   std::map<std::string, double> per_name_ms;  // per step: GPU time of each dispatch name
 };
 
+// What one case allocates (memory_need.hpp); run_train_bench refuses a
+// case that does not fit before allocating anything.
+MemoryNeed train_memory(const vkblr::Context& ctx, const TrainCase& c, const TrainBenchOptions& options);
+
 std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOptions& options);
+// A case that did not run.
+inline bool failed(const TrainResult& r) { return !r.error.empty(); }
 std::string format_train_result(const TrainResult& r);
 nlohmann::json to_json(const TrainResult& r);
 

@@ -4,6 +4,10 @@
 //   vkblr-info --json     the same as JSON
 //   vkblr-info --check    also create a context on the chosen device
 //                         (VKBLR_DEVICE) and run the coopmat smoke kernel
+//
+// Exit status: 0 on success; 1 when there is no device, the check fails
+// (a wrong product, or with --validate any validation message) or Vulkan
+// cannot be used; 2 for a command-line usage error; --help: 0.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <format>
@@ -123,7 +127,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print JSON instead of text");
   app.add_flag("--check", check, "Create a context on the chosen device and run the coopmat smoke kernel");
   app.add_flag("--validate", validate, "With --check: Khronos validation on; any message fails");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help: 0
+  }
   try {
     const auto devices = vkblr::list_devices();
     nlohmann::json out = {{"vkblr", std::string(vkblr::version())},
@@ -154,12 +162,15 @@ int main(int argc, char** argv) {
         text += std::format("  {} message(s) of the loader or driver set aside during vkCreateDevice:\n", set_aside.size());
         for (const auto& m : set_aside) text += "    " + m + "\n";
       }
-      if (!ok || !messages.empty()) rc = 2;
+      if (!ok || !messages.empty()) rc = 1;
     }
     std::fputs(json ? (out.dump(2) + "\n").c_str() : text.c_str(), stdout);
     return rc;
   } catch (const vkblr::Error& e) {
     std::fprintf(stderr, "vkblr-info: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkblr-info: unexpected error: %s\n", e.what());
     return 1;
   }
 }

@@ -153,6 +153,16 @@ class Context {
 
   Profiler& profiler() noexcept;
 
+  // The pipeline cache file this context read and writes when destroyed
+  // (empty: none, ContextOptions::pipeline_cache_dir). The file only saves
+  // compile time: on a problem with it (not a regular file, unreadable, over
+  // 256 MiB, the header of another device or driver, a failed write) the
+  // context prints one warning on stderr naming the file and the reason,
+  // and runs without it. pipeline_cache_warning() is that warning (without
+  // "vkblr: warning: "), empty when there was none so far.
+  const std::string& pipeline_cache_file() const noexcept;
+  const std::string& pipeline_cache_warning() const noexcept;
+
   // Waits until the device is idle (e.g. before reading a profile).
   void wait_idle();
 

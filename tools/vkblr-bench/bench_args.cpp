@@ -1,0 +1,78 @@
+#include "bench_args.hpp"
+
+#include <charconv>
+#include <format>
+#include <stdexcept>
+
+namespace bench {
+
+std::vector<std::uint32_t> parse_numbers(std::string_view text, char sep, std::size_t min_count,
+                                         std::size_t max_count, std::string_view form) {
+  std::vector<std::uint32_t> out;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find(sep, at), text.size());
+    const std::string_view field = text.substr(at, end - at);
+    // digits only (no sign, space or empty field); from_chars then says
+    // whether the number fits 32 bits
+    if (field.empty() || field.find_first_not_of("0123456789") != std::string_view::npos) {
+      throw std::invalid_argument(std::format("expected {} (unsigned decimal numbers), got '{}': '{}' is not a number",
+                                              form, text, field));
+    }
+    std::uint32_t v = 0;
+    if (std::from_chars(field.data(), field.data() + field.size(), v).ec != std::errc{}) {
+      throw std::invalid_argument(std::format("{} in '{}' is beyond 32 bits (at most 4294967295)", field, text));
+    }
+    out.push_back(v);
+    if (end == text.size()) break;
+    at = end + 1;
+  }
+  if (out.size() < min_count || out.size() > max_count) {
+    throw std::invalid_argument(std::format("expected {}, got '{}' ({} numbers)", form, text, out.size()));
+  }
+  return out;
+}
+
+GemmSize parse_gemm_shape(std::string_view text) {
+  const auto v = parse_numbers(text, 'x', 3, 3, "MxNxK");
+  const GemmSize s{v[0], v[1], v[2]};
+  auto rule = [&](bool ok, std::string_view what) {
+    if (!ok) throw std::invalid_argument(std::format("shape {}: {} (the GEMM's rule, vkblr/gemm.hpp)", text, what));
+  };
+  rule(s[0] >= 1, "m = 0");
+  rule(s[1] > 0 && s[1] % 16 == 0, std::format("n = {} is not a positive multiple of 16", s[1]));
+  rule(s[2] > 0 && s[2] % 16 == 0, std::format("k = {} is not a positive multiple of 16", s[2]));
+  return s;
+}
+
+void check_gemm_mode(const GemmSize& shape, std::string_view mode) {
+  if (mode != "plane" && mode != "bits_n" && mode != "bits_t" && mode != "plain") {
+    throw std::invalid_argument(std::format("mode '{}' is not one of plane, bits_n, bits_t, plain", mode));
+  }
+  const auto [m, n, k] = shape;
+  if (mode == "bits_n" && k % 32 != 0) {
+    throw std::invalid_argument(
+        std::format("shape {}x{}x{}, mode bits_n: k = {} is not a multiple of 32 (B is read as k/32 words per row)",
+                    m, n, k, k));
+  }
+  if (mode == "bits_t" && n % 32 != 0) {
+    throw std::invalid_argument(
+        std::format("shape {}x{}x{}, mode bits_t: n = {} is not a multiple of 32 (B is read as n/32 words per row)",
+                    m, n, k, n));
+  }
+}
+
+vkblr::GemmTile parse_gemm_tile(std::string_view text) {
+  const auto v = parse_numbers(text, ',', 6, 7, "bm,bn,bk,wm,wn,stages[,prefetch]");
+  vkblr::GemmTile t;
+  t.bm = v[0];
+  t.bn = v[1];
+  t.bk = v[2];
+  t.wm = v[3];
+  t.wn = v[4];
+  t.stages = v[5];
+  if (v.size() == 7) t.prefetch = v[6];
+  return t;
+}
+
+}  // namespace bench
