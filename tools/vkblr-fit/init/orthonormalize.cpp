@@ -12,7 +12,11 @@ namespace vkblr::fit {
 namespace {
 
 constexpr double kKeepEigenvalue = 1e-6;  // relative to the largest, for the SVQB pass
-constexpr int kMaxPasses = 4;
+constexpr std::uint32_t kMaxPasses = 6;
+// Shifted CholeskyQR (Fukaya et al. 2020): s = 11·(rows·l + l(l+1))·u·‖G‖,
+// u the f32 unit roundoff, ‖G‖ bounded by its trace.
+constexpr double kShiftUnits = 11;
+constexpr double kUnitRoundoff = 0x1p-24;
 
 // G = YᵀY on the device, as f64 on the host.
 std::vector<double> gram(Context& ctx, const DeviceMatrix& y, DeviceMatrix& g) {
@@ -46,7 +50,8 @@ OrthonormalizeStats orthonormalize(Context& ctx, DeviceMatrix& y, DeviceMatrix& 
   DeviceMatrix g = device_matrix(ctx, y.cols, y.cols, "fit.orth.gram");
   DeviceMatrix small = device_matrix(ctx, y.cols, y.cols, "fit.orth.factor");
   OrthonormalizeStats stats;
-  int cholesky_passes = 0;
+  int cholesky_passes = 0;  // plain passes since the basis became well conditioned
+  bool shifted = false;
   while (cholesky_passes < 2) {
     require(stats.passes < kMaxPasses, "orthonormalize: no orthonormal basis after {} passes (non-finite values?)",
             stats.passes);
@@ -60,6 +65,22 @@ OrthonormalizeStats orthonormalize(Context& ctx, DeviceMatrix& y, DeviceMatrix& 
       ++cholesky_passes;
       continue;
     }
+    cholesky_passes = 0;
+    if (!shifted) {  // shifted CholeskyQR: G + s·I is positive definite in f64
+      shifted = true;
+      ++stats.shifted_passes;
+      factor = g_host;
+      double trace = 0;
+      for (std::size_t i = 0; i < cols; ++i) trace += g_host[i * cols + i];
+      const double shift = kShiftUnits * static_cast<double>(y.rows * cols + cols * (cols + 1)) * kUnitRoundoff * trace;
+      for (std::size_t i = 0; i < cols; ++i) factor[i * cols + i] += shift;
+      if (cholesky_upper(factor, cols)) {
+        invert_upper(factor, cols);
+        multiply_right(ctx, y, scratch, factor, y.cols, small);
+        continue;
+      }
+    }
+    // rank deficient: an eigenvalue pass drops the dependent directions
     ++stats.eigen_passes;
     const SymmetricEigen e = symmetric_eigen(g_host, cols);
     std::size_t keep = 0;

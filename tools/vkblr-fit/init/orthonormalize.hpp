@@ -6,11 +6,14 @@
 // starts from a matrix of condition number below ~10³ (CholeskyQR's Gram
 // squares it; f32 carries about 7 digits). Per pass: G = YᵀY (device, f32),
 // G = RᵀR (host Cholesky, f64), Y ← Y·R⁻¹ (device). Two passes give
-// columns orthonormal to f32 precision. When a Cholesky fails (Y's columns
-// nearly dependent) the pass becomes an eigenvalue one instead (SVQB:
-// G = V·Λ·Vᵀ, Y ← Y·V_k·Λ_k^-½ over the eigenvalues above 10⁻⁶·λ_max), which
-// also drops the dependent directions: the basis then has fewer columns
-// than Y had. Deterministic (fixed-order f32 GEMMs, LAPACK on the host).
+// columns orthonormal to f32 precision. When a Cholesky fails (condition
+// numbers up to ~10⁷, e.g. a square Gaussian matrix), one shifted pass
+// (G + s·I, shifted CholeskyQR3) makes Y well conditioned first; when that
+// fails too (Y's columns dependent), an eigenvalue pass (SVQB: G = V·Λ·Vᵀ,
+// Y ← Y·V_k·Λ_k^-½ over the eigenvalues above 10⁻⁶·λ_max) drops the
+// dependent directions: the basis then has fewer columns than Y had. Two
+// plain passes always end it. Deterministic (fixed-order f32 GEMMs, LAPACK
+// on the host).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,8 @@ namespace vkblr::fit {
 
 struct OrthonormalizeStats {
   std::uint32_t passes = 0;      // Gram passes run
-  std::uint32_t eigen_passes = 0;  // of which eigenvalue (SVQB) passes
+  std::uint32_t shifted_passes = 0;  // of which shifted Cholesky passes
+  std::uint32_t eigen_passes = 0;    // of which eigenvalue (SVQB) passes
 };
 
 // Replaces y [rows][l] (rows >= l) by an orthonormal basis of its column
