@@ -1,5 +1,5 @@
-// vkblr/ops.hpp — builders of the elementwise, staging and reduction ops
-// and the f32 GEMM.
+// vkblr/ops.hpp — builders of the elementwise, staging and reduction ops,
+// the f32 GEMM and the Gaussian fill.
 //
 // Each builder checks its arguments (shapes, buffer sizes) and returns the
 // Dispatch (or Ops) that computes the op; record it with a Recorder. Bad
@@ -15,6 +15,7 @@
 #include "vkblr/ops/gemm_f32.hpp"
 #include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/probe.hpp"
+#include "vkblr/ops/random.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
 #include "vkblr/ops/train.hpp"
