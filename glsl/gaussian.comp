@@ -5,7 +5,7 @@
 //   draw = √(−2 ln u0) · cos(2π u1)
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-#include "lowbias32.glsl"
+#include "lowbias32.h"
 #include "gaussian.h"
 
 layout(local_size_x = VKBLR_ELT_WG) in;

@@ -8,7 +8,7 @@ VKBLR_SHADER_BEGIN
 VKBLR_PUSH(GaussianPush) {
   uint count;   // draws, <= 2^31
   uint offset;  // element of OUT that receives draw 0, in the bound range
-  uint key;     // the stream key of (seed, stream) (engine/src/lowbias32.hpp)
+  uint key;     // stream_key(seed, stream) of lowbias32.h
   float scale;  // every draw's multiplier
 } VKBLR_PUSH_END(pc)
 

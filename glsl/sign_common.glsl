@@ -4,7 +4,7 @@
 #ifndef VKBLR_SIGN_COMMON_GLSL
 #define VKBLR_SIGN_COMMON_GLSL
 
-#include "lowbias32.glsl"
+#include "lowbias32.h"
 
 // Stream ids of the stored values (the generator's last input).
 #define SIGN_FIELD_W 0u

@@ -1,6 +1,6 @@
 // random_ref.hpp — vkblr's counter-based random words written again for
-// the tests (glsl/lowbias32.glsl, the host's engine/src/lowbias32.hpp):
-// the lowbias32 hash and the key of a (seed, stream) pair.
+// the tests (glsl/lowbias32.h): the lowbias32 hash and the key of a
+// (seed, stream) pair.
 #pragma once
 
 #include <cstdint>

@@ -130,21 +130,23 @@ Dispatch gemm_f32(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& 
                                {GEMM_F32_SPEC_TRANS_A, shape.trans_a ? 1u : 0u},
                                {GEMM_F32_SPEC_TRANS_B, shape.trans_b ? 1u : 0u}};
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::gemm_f32, kOp, std::span<const SpecConstant>(spec));
-  GemmF32Push p{};
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.lda = lda;
-  p.ldb = ldb;
-  p.ldo = ldo;
-  p.a_offset = detail::bind_elements(ctx, d, kOp, "a", 0, a, Access::read, ba.first, ba.span());
-  p.b_offset = detail::bind_elements(ctx, d, kOp, "b", 1, b, Access::read, bb.first, bb.span());
+  const std::uint32_t a_first = detail::bind_elements(ctx, d, kOp, "a", 0, a, Access::read, ba.first, ba.span());
+  const std::uint32_t b_first = detail::bind_elements(ctx, d, kOp, "b", 1, b, Access::read, bb.first, bb.span());
   const Access out_access = shape.accumulate ? Access::read_write : Access::write;
-  p.out_offset = detail::bind_elements(ctx, d, kOp, "out", 2, out, out_access, bo.first, bo.span());
+  const std::uint32_t out_first = detail::bind_elements(ctx, d, kOp, "out", 2, out, out_access, bo.first, bo.span());
   require_apart(out, bo, a, ba);  // after the binds: they check the offsets
   require_apart(out, bo, b, bb);
-  p.alpha = shape.alpha;
-  p.accumulate = shape.accumulate ? 1u : 0u;
+  const GemmF32Push p{.m = m,
+                      .n = n,
+                      .k = k,
+                      .lda = lda,
+                      .ldb = ldb,
+                      .ldo = ldo,
+                      .a_offset = a_first,
+                      .b_offset = b_first,
+                      .out_offset = out_first,
+                      .alpha = shape.alpha,
+                      .accumulate = shape.accumulate ? 1u : 0u};
   d.set_push(p);
   d.groups = {groups_x, groups_y, 1};
   return d;

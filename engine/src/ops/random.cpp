@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "../lowbias32.hpp"
 #include "gaussian.h"
+#include "lowbias32.h"
 #include "op_util.hpp"
 
 namespace vkblr::ops {
@@ -25,7 +25,7 @@ Dispatch gaussian(Context& ctx, const Buffer& out, std::uint64_t count, std::uin
   GaussianPush p{};
   p.count = static_cast<std::uint32_t>(count);
   p.offset = detail::bind_elements(ctx, d, op, "out", 0, out, Access::write, offset, count);
-  p.key = detail::stream_key(seed, stream);
+  p.key = shader::stream_key(seed, stream);
   p.scale = scale;
   d.set_push(p);
   d.groups = detail::elt_grid(count, op);
@@ -34,9 +34,9 @@ Dispatch gaussian(Context& ctx, const Buffer& out, std::uint64_t count, std::uin
 
 double gaussian_reference(std::uint64_t seed, std::uint32_t stream, std::uint32_t i) {
   require(i < kMaxDraws, "gaussian_reference: i = {} is past the 2^31 draws of a stream", i);
-  const std::uint32_t key = detail::stream_key(seed, stream);
+  const std::uint32_t key = shader::stream_key(seed, stream);
   const auto uniform = [key](std::uint32_t counter) {
-    const std::uint32_t w = detail::lowbias32(detail::lowbias32(counter) ^ key);
+    const std::uint32_t w = shader::lowbias32(shader::lowbias32(counter) ^ key);
     return (static_cast<double>(w >> 9) + 0.5) * 0x1p-23;
   };
   const double u0 = uniform(2 * i), u1 = uniform(2 * i + 1);

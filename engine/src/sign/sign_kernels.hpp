@@ -1,11 +1,11 @@
 // sign_kernels.hpp — what the sign optimizer's sources share: the binding
 // slots of the sign_*.comp kernels (one numbering for the family), the push
-// constants and the stochastic-rounding stream key (lowbias32.hpp).
+// constants and the stochastic-rounding stream key (glsl/lowbias32.h).
 #pragma once
 
 #include <cstdint>
 
-#include "../lowbias32.hpp"
+#include "lowbias32.h"
 #include "sign.h"
 
 namespace vkblr::detail::sign {
