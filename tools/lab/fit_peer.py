@@ -8,7 +8,8 @@
           default      vkblr-fit's synthetic layer: singular values (i+1)^-0.6,
                        4 input columns x4, rms 0.02; activations with covariance
                        eigenvalues (i+1)^-1 in a random basis, 4 channels x10
-          exponential  singular values exp(-i/(r/6)) + 0.05, 1 % of the input
+          exponential  singular values exp(-i/(s/6)) + 0.05 (s = --spectrum-rank,
+                       default the rank), 1 % of the input
                        columns x4, unit standard deviation; independent
                        standard Gaussian activations, 1/64 of the channels x8
           planted      a blr layer of `rank` (2 paths, random signs, h and g
@@ -59,7 +60,7 @@ def pick(n, count, gen, device):
     return torch.randperm(n, generator=gen, device=device)[:count]
 
 
-def family(name, m, n, tokens, rank, seed, device):
+def family(name, m, n, tokens, rank, seed, device, spectrum_rank=0):
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     k = min(m, n)
@@ -78,7 +79,7 @@ def family(name, m, n, tokens, rank, seed, device):
         x = (z @ mix.float()) * dev.float().unsqueeze(0)
         return w.float(), x
     if name == "exponential":
-        w = with_spectrum(m, n, torch.exp(-i / (rank / 6)) + 0.05, gen, device)
+        w = with_spectrum(m, n, torch.exp(-i / ((spectrum_rank or rank) / 6)) + 0.05, gen, device)
         w[:, pick(n, max(1, n // 100), gen, device)] *= 4
     elif name == "planted":
         w = torch.zeros(m, n, device=device, dtype=torch.float64)
@@ -104,9 +105,10 @@ def cmd_families(a):
     os.makedirs(a.out, exist_ok=True)
     for name in a.family.split(","):
         t0 = time.time()
-        w, x = family(name, m, n, a.tokens + a.held_out, a.rank, a.seed, "cuda")
-        np.save(os.path.join(a.out, f"{name}.w.npy"), w.cpu().numpy())
-        np.save(os.path.join(a.out, f"{name}.x.npy"), x.cpu().numpy())
+        w, x = family(name, m, n, a.tokens + a.held_out, a.rank, a.seed, "cuda", a.spectrum_rank)
+        tag = name if not a.spectrum_rank else f"{name}{a.spectrum_rank}"
+        np.save(os.path.join(a.out, f"{tag}.w.npy"), w.cpu().numpy())
+        np.save(os.path.join(a.out, f"{tag}.x.npy"), x.cpu().numpy())
         print(f"{name}: W {m}x{n}, X {x.shape[0]}x{n} in {time.time() - t0:.1f} s", flush=True)
 
 
@@ -165,12 +167,14 @@ class Ste(torch.autograd.Function):
 
 
 class Peer(torch.nn.Module):
-    def __init__(self, init):
+    def __init__(self, init, latent_rms):
         super().__init__()
-        # latents: U' and V' scaled to unit RMS (their magnitudes say how sure a sign is)
-        self.lu = torch.nn.ParameterList([torch.nn.Parameter((up / up.pow(2).mean().sqrt()).float()) for up, *_ in init])
-        self.lv = torch.nn.ParameterList([torch.nn.Parameter((vp / vp.pow(2).mean().sqrt()).float())
-                                          for _, vp, *_ in init])
+        # latents: U' and V' as they are (latent_rms 0), or scaled to that
+        # root-mean-square; their magnitudes say how sure a sign is
+        def latent(t):
+            return torch.nn.Parameter((t if latent_rms == 0 else t * (latent_rms / t.pow(2).mean().sqrt())).float())
+        self.lu = torch.nn.ParameterList([latent(up) for up, *_ in init])
+        self.lv = torch.nn.ParameterList([latent(vp) for _, vp, *_ in init])
         self.h = torch.nn.ParameterList([torch.nn.Parameter(p[2].float()) for p in init])
         self.l = torch.nn.ParameterList([torch.nn.Parameter(p[3].float()) for p in init])
         self.g = torch.nn.ParameterList([torch.nn.Parameter(p[4].float()) for p in init])
@@ -208,7 +212,7 @@ def cmd_train(a):
     init = dual_svid(w, a.rank, a.paths)
     torch.cuda.synchronize()
     init_s = time.time() - t0
-    model = Peer(init).to(dev)
+    model = Peer(init, a.latent_rms).to(dev)
     init_err = held_out_error(model.weight(), w, xh)
     targets = train @ w.T
     norm = targets[: a.batch].pow(2).sum() / a.batch  # per-token squared target norm
@@ -223,7 +227,7 @@ def cmd_train(a):
             y = model(xb)
         return (y.float() - tb).pow(2).sum() / (norm * a.batch)
 
-    compiled = torch.compile(loss_fn, mode="max-autotune-no-cudagraphs")
+    compiled = torch.compile(loss_fn)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -270,6 +274,7 @@ def cmd_train(a):
     train_s = time.time() - t0
     trained_err = held_out_error(model.weight(), w, xh)
     out = {"w": a.w, "x": a.x, "rank": a.rank, "paths": a.paths, "steps": a.steps, "batch": a.batch, "lr": a.lr,
+           "latent_rms": a.latent_rms,
            "init_error": init_err, "trained_error": trained_err, "init_s": init_s, "train_s": train_s,
            "last_loss": static_loss.item(), "torch": torch.__version__, "device": torch.cuda.get_device_name()}
     print(json.dumps(out), flush=True)
@@ -286,6 +291,8 @@ def main():
     f.add_argument("--rank", type=int, default=384)
     f.add_argument("--seed", type=int, default=1)
     f.add_argument("--family", default="default,exponential,planted")
+    f.add_argument("--spectrum-rank", type=int, default=0,
+                   help="exponential: the s of exp(-i/(s/6)) (0: the rank); the files are then named exponential<s>")
     t = sub.add_parser("train")
     t.add_argument("--w", required=True)
     t.add_argument("--x", required=True)
@@ -296,6 +303,8 @@ def main():
     t.add_argument("--held-out", type=int, default=4096)
     t.add_argument("--warmup", type=int, default=50)
     t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--latent-rms", type=float, default=0.0,
+                   help="latents scaled to this root-mean-square (0: U' and V' as they are)")
     a = p.parse_args()
     torch.manual_seed(0)
     cmd_families(a) if a.cmd == "families" else cmd_train(a)
