@@ -9,9 +9,11 @@
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 
+#include "support/gpu.hpp"
 #include "support/planted_fit.hpp"
 
 #include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init_paths.hpp"
 #include "vkblr-fit/linalg.hpp"
 #include "vkblr-fit/metrics.hpp"
@@ -123,23 +125,29 @@ TEST_CASE("subspace init is deterministic for a seed", "[fit][subspace]") {
   CHECK(sign_agreement(c[0], p.layer, 128, 96, 32) >= 0.99);
 }
 
-TEST_CASE("initial_paths: best keeps the init with the lower training-token error", "[fit][subspace]") {
+GPU_TEST("initial_paths: best keeps the init with the lower training-token error", "[fit][subspace][gpu]") {
   const Matrix x = synthetic_activations({.tokens = 512, .n = 96, .seed = 11});
+  const auto on_device = [&](const Matrix& w) {
+    return upload_matrix(ctx, std::vector<double>(w.values.begin(), w.values.end()), static_cast<std::uint32_t>(w.rows),
+                         static_cast<std::uint32_t>(w.cols), "test.w");
+  };
   SECTION("planted: the subspace init") {
     const Planted p = planted_layer(128, 96, 32, 0.1, 7);
-    const InitResult best = initial_paths(p.w, x, {128, 96, 32, 1}, InitMethod::best, 1);
+    const DeviceMatrix w = on_device(p.w);
+    const InitResult best = initial_paths(ctx, w, p.w, x, {128, 96, 32, 1}, InitMethod::best, 1);
     CHECK(best.used == InitMethod::subspace);
     CHECK(best.subspace_error < 0.2 * best.dual_svid_error);
-    const InitResult sub = initial_paths(p.w, x, {128, 96, 32, 1}, InitMethod::subspace, 1);
+    const InitResult sub = initial_paths(ctx, w, p.w, x, {128, 96, 32, 1}, InitMethod::subspace, 1);
     CHECK(sub.paths[0].bits_u == best.paths[0].bits_u);
   }
   SECTION("whichever is better, and what it reports is the f64 error") {
     const Matrix w = synthetic_weight({.m = 128, .n = 96, .seed = 2});
+    const DeviceMatrix wd = on_device(w);
     const LayerShape shape{128, 96, 32, 2};
-    const InitResult best = initial_paths(w, x, shape, InitMethod::best, 1);
+    const InitResult best = initial_paths(ctx, wd, w, x, shape, InitMethod::best, 1);
     const double kept = relative_output_error(reconstruct_weight(shape, best.paths), w, x);
     CHECK(std::abs(kept - std::min(best.dual_svid_error, best.subspace_error)) < 1e-9);
-    CHECK(initial_paths(w, x, shape, InitMethod::dual_svid, 1).used == InitMethod::dual_svid);
+    CHECK(initial_paths(ctx, wd, w, x, shape, InitMethod::dual_svid, 1).used == InitMethod::dual_svid);
   }
 }
 

@@ -2,6 +2,7 @@
 // buffer views, VKBLR_BARRIERS-independent results, profiler output,
 // determinism and refusals.
 #include <catch2/catch_test_macros.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "support/gpu.hpp"
@@ -103,6 +104,32 @@ GPU_TEST("a Graph replays without re-recording", "[recorder]") {
   g.submit();
   CHECK_THROWS_AS(g.submit(), Error);  // not waited for
   g.wait();
+}
+
+GPU_TEST("the device's busy time counts every completed batch, within the host's wall time", "[recorder]") {
+  const std::uint32_t m = 512, k = 1024;
+  Buffer a = ctx.upload(vkt::random_floats(std::size_t{m} * k, 9)), col = ctx.upload(vkt::random_floats(k, 10)),
+         out = ctx.buffer(std::size_t{m} * k * 4);
+  Recorder rec(ctx);
+  for (int i = 0; i < 8; ++i) rec.add(ops::scale_acc(ctx, a, col, out, m, k, i > 0));
+  Graph g = rec.finish();
+  const std::uint64_t before = ctx.profiler().counters().device_busy_ns;
+  const auto t0 = std::chrono::steady_clock::now();
+  g.run();
+  g.run();
+  const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+  const std::uint64_t busy = ctx.profiler().counters().device_busy_ns - before;
+  if (!ctx.caps().timestamps) {
+    CHECK(busy == 0);
+    return;
+  }
+  CHECK(busy > 0);
+  CHECK(busy <= static_cast<std::uint64_t>(wall_ns.count()));
+  // a submit without its wait adds nothing yet
+  g.submit();
+  CHECK(ctx.profiler().counters().device_busy_ns - before == busy);
+  g.wait();
+  CHECK(ctx.profiler().counters().device_busy_ns - before > busy);
 }
 
 GPU_TEST("a batch gives the same bits run after run", "[recorder][determinism]") {

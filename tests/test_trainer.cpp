@@ -6,6 +6,7 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "support/gpu.hpp"
 #include "support/scoped_env.hpp"
 #include "support/trainer_snapshot.hpp"
+#include "vkblr/half.hpp"
 #include "vkblr/profiler.hpp"
 #include "vkblr/trainer.hpp"
 
@@ -166,6 +168,40 @@ GPU_TEST("a replayed step graph equals steps recorded anew, one submit per step"
   const auto rerecorded = run(true, &rerecord_submits);
   CHECK(replay_submits == 10);  // one submit per step
   CHECK(vkt::count_bit_diffs(replayed, rerecorded) == 0);
+}
+
+GPU_TEST("f16 batches train bit for bit as f32 batches of the same values", "[trainer]") {
+  const Planted planted = make_planted(ctx, 41);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 42);
+  // the inputs rounded to f16 once: the f32 batches hold exactly the values
+  // the f16 batches widen to
+  std::vector<Buffer> x16, x32;
+  for (int b = 0; b < 2; ++b) {
+    const std::vector<std::uint16_t> halves = to_f16(planted.x[b].download<float>());
+    x16.push_back(ctx.upload(halves));
+    x32.push_back(ctx.upload(from_f16(halves)));
+  }
+  auto run = [&](BatchInput input) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    const std::vector<Buffer>& x = input == BatchInput::f16 ? x16 : x32;
+    for (int b = 0; b < 2; ++b) trainer.add_batch(x[b], planted.target[b], input);
+    const std::size_t eval = trainer.add_eval_batch(x[1], planted.target[1], input);
+    for (int s = 0; s < 4; ++s) trainer.step(static_cast<std::size_t>(s % 2), 0.02f, 1e-3f);
+    std::vector<std::uint32_t> snapshot = vkt::trainer_snapshot(layer, trainer);
+    const double eval_sq = trainer.eval(eval);
+    snapshot.push_back(static_cast<std::uint32_t>(std::bit_cast<std::uint64_t>(eval_sq)));
+    return snapshot;
+  };
+  CHECK(vkt::count_bit_diffs(run(BatchInput::f16), run(BatchInput::f32)) == 0);
+  // an f16 batch too short for the layer is refused
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainer trainer(ctx, layer, kTok, frozen_scales(SignOpt::fact, planted.target_sq));
+  const Buffer short_x = ctx.buffer(std::uint64_t{kTok} * kN * 2 - 4);
+  CHECK_THROWS_WITH(trainer.add_batch(short_x, planted.target[0], BatchInput::f16),
+                    Catch::Matchers::ContainsSubstring("x (f16)"));
 }
 
 GPU_TEST("path_lanes 1 and 2 train a two-path layer to the same bits (split fixed); 0 is refused", "[trainer]") {

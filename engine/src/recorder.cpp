@@ -28,6 +28,9 @@ struct RecordedBatch {
   std::vector<TimedDispatch> timed;
   std::uint32_t dispatches = 0;
   std::uint32_t barriers = 0;
+  // timestamps at the batch's start and end (device busy time), where the
+  // queue writes timestamps
+  VkQueryPool span_pool = VK_NULL_HANDLE;
 
   explicit RecordedBatch(ContextImpl* c) : ctx(c) {
     cb = ctx->allocate_command_buffer();
@@ -42,6 +45,7 @@ struct RecordedBatch {
   ~RecordedBatch() {
     if (pending) vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX);
     for (VkQueryPool p : pools) vkDestroyQueryPool(ctx->device, p, nullptr);
+    if (span_pool != VK_NULL_HANDLE) vkDestroyQueryPool(ctx->device, span_pool, nullptr);
     vkDestroyFence(ctx->device, fence, nullptr);
     ctx->free_command_buffer(cb);
   }
@@ -67,10 +71,33 @@ struct RecordedBatch {
     pending = true;
   }
 
+  // Starts (query 0) or ends (query 1) the batch's span.
+  void write_span(std::uint32_t query) {
+    if (query == 0) {
+      VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      info.queryCount = 2;
+      VKBLR_VK(vkCreateQueryPool(ctx->device, &info, nullptr, &span_pool));
+      vkResetQueryPool(ctx->device, span_pool, 0, 2);
+    }
+    vkCmdWriteTimestamp2(cb, query == 0 ? VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT : VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT,
+                         span_pool, query);
+  }
+
   void wait() {
     if (!pending) return;
     ctx->wait(fence);
     pending = false;
+    if (span_pool != VK_NULL_HANDLE) {
+      std::uint64_t span[2] = {};
+      VKBLR_VK(vkGetQueryPoolResults(ctx->device, span_pool, 0, 2, sizeof span, span, sizeof(std::uint64_t),
+                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+      vkResetQueryPool(ctx->device, span_pool, 0, 2);
+      if (span[1] > span[0]) {
+        ctx->profiler.counters().device_busy_ns +=
+            static_cast<std::uint64_t>(static_cast<double>(span[1] - span[0]) * ctx->caps.timestamp_period_ns);
+      }
+    }
     if (timed.empty()) return;
     std::vector<std::uint64_t> ticks(queries);
     for (std::size_t p = 0; p < pools.size(); ++p) {
@@ -169,6 +196,7 @@ struct Recorder::State {
       // transfers), whatever they wrote is visible here
       memory_barrier(batch->cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, VK_ACCESS_2_MEMORY_WRITE_BIT, kWorkStages,
                      kWorkAccess);
+      if (ctx->caps.timestamps) batch->write_span(0);
       bound = VK_NULL_HANDLE;
     }
     return batch->cb;
@@ -344,6 +372,7 @@ void Recorder::run() {
 
 Graph Recorder::finish() {
   if (!s_->batch) return Graph();
+  if (s_->batch->span_pool != VK_NULL_HANDLE) s_->batch->write_span(1);
   // exit barrier: results visible to host reads of mapped buffers
   memory_barrier(s_->batch->cb, kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_2_HOST_BIT, VK_ACCESS_2_HOST_READ_BIT);
   VKBLR_VK(vkEndCommandBuffer(s_->batch->cb));

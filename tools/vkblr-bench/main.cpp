@@ -2,10 +2,12 @@
 //
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
 //                    [--tile bm,bn,bk,wm,wn,stages[,prefetch]]... [--reps N] [--warmup N] [--check] [--stats]
+//   vkblr-bench gemm-f32 [--shape MxNxK]... [--ta] [--tb] [--tile bm,bn,bk,tm,tn]... [--reps N] [--warmup N]
+//                    [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
-//   --json on either: the results as JSON on stdout
+//   --json (before the subcommand): the results as JSON on stdout
 //
 // Method: each case is recorded `reps` times into one Graph with timestamps
 // around every dispatch; the graph runs `warmup` times, then once timed; the
@@ -29,6 +31,7 @@
 #include "bench_args.hpp"
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
+#include "gemm_f32_bench.hpp"
 #include "train_bench.hpp"
 
 namespace {
@@ -88,6 +91,21 @@ int main(int argc, char** argv) {
                  "the driver's compiler statistics of each GEMM kernel (registers, spills; "
                  "VK_KHR_pipeline_executable_properties)");
 
+  CLI::App* gemm_f32 =
+      app.add_subcommand("gemm-f32", "f32 GEMM rates (default: the shapes of vkblr-fit's init on an LLM MLP layer)");
+  std::vector<std::string> f32_shapes, f32_tiles;
+  bench::GemmF32BenchOptions fopt;
+  gemm_f32->add_option("--shape", f32_shapes, "MxNxK: out[M][N] = op(A)[M][K]·op(B)[K][N] (repeatable), sizes >= 1")
+      ->check(strict(bench::parse_gemm_f32_shape, "MxNxK"));
+  gemm_f32->add_flag("--ta", fopt.trans_a, "A stored transposed ([K][M])");
+  gemm_f32->add_flag("--tb", fopt.trans_b, "B stored transposed ([N][K])");
+  gemm_f32->add_option("--tile", f32_tiles, "bm,bn,bk,tm,tn (repeatable; default: the library's choice)")
+      ->check(strict(bench::parse_gemm_f32_tile, "bm,bn,bk,tm,tn"));
+  gemm_f32->add_option("--reps", fopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  gemm_f32->add_option("--warmup", fopt.warmup, "untimed runs of the whole batch first")
+      ->check(CLI::Range(0u, 100000u));
+  gemm_f32->add_flag("--check", fopt.check, "compare 256 sampled outputs of each case with an f64 host product");
+
   CLI::App* blr = app.add_subcommand("blr", "blr layer step times (forward + backward + sign gradients)");
   std::vector<std::string> cases;
   bench::BlrBenchOptions bopt;
@@ -128,6 +146,10 @@ int main(int argc, char** argv) {
       }
     }
     for (const auto& t : tiles) gopt.tiles.push_back(bench::parse_gemm_tile(t));
+    // Y = W·Ω, the Gram YᵀY (with --ta), Y·R⁻¹ at m = 4096, n = 14336, l = 1600
+    if (f32_shapes.empty()) f32_shapes = {"4096x1600x14336", "1600x1600x4096", "4096x1600x1600"};
+    for (const auto& s : f32_shapes) fopt.shapes.push_back(bench::parse_gemm_f32_shape(s));
+    for (const auto& t : f32_tiles) fopt.tiles.push_back(bench::parse_gemm_f32_tile(t));
     if (cases.empty()) {
       cases = {"3584,1024,512,4096,2", "1024,3584,512,4096,2", "6144,1024,512,4096,2", "1024,1024,256,4096,2"};
     }
@@ -162,6 +184,10 @@ int main(int argc, char** argv) {
       for (auto& t : gopt.tiles) t.kernel = kernel;
       gopt.quiet = json;
       add("gemm", bench::run_gemm_bench(ctx, gopt));
+    }
+    if (gemm_f32->parsed()) {
+      fopt.quiet = json;
+      add("gemm_f32", bench::run_gemm_f32_bench(ctx, fopt));
     }
     if (blr->parsed()) {
       bopt.sign_grads = !no_sign;

@@ -49,7 +49,15 @@ BlrPathInit init_path(const MatrixF64& residual, std::uint32_t rank, const SvdOp
     }
     return out;
   };
-  const MatrixF64 u_prime = scaled(svd.u), v_prime = scaled(svd.v);
+  return path_from_scaled_factors(scaled(svd.u), scaled(svd.v));
+}
+
+}  // namespace
+
+BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime) {
+  require(u_prime.cols == v_prime.cols && u_prime.cols % 32 == 0 && u_prime.cols > 0,
+          "Dual-SVID: factors of {} and {} columns (want one rank, a multiple of 32)", u_prime.cols, v_prime.cols);
+  const std::size_t rank = u_prime.cols;
   const auto magnitudes = [](MatrixF64 a) {
     for (double& x : a.values) x = std::abs(x);
     return a;
@@ -64,8 +72,6 @@ BlrPathInit init_path(const MatrixF64& residual, std::uint32_t rank, const SvdOp
                      pack_signs(std::span<const double>(v_prime.values), v_prime.rows, rank), to_f32(h), to_f32(l),
                      to_f32(g)};
 }
-
-}  // namespace
 
 std::vector<BlrPathInit> dual_svid_init(const Matrix& w, const LayerShape& shape, const SvdOptions& options) {
   check_layer_shape(shape, "Dual-SVID init");

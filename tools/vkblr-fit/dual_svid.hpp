@@ -29,6 +29,13 @@ namespace vkblr::fit {
 // vkblr::Error for a bad shape (check_layer_shape) or a mismatch with w.
 std::vector<BlrPathInit> dual_svid_init(const Matrix& w, const LayerShape& shape, const SvdOptions& options = {});
 
+// One path from U′ = U·Σ^½ [m][r] and V′ = V·Σ^½ [n][r] (r a multiple of
+// 32; zero columns where the SVD had fewer terms): the signs, the rank-1
+// factors of the magnitudes, the rebalance (above). Shared by the host and
+// the GPU (init/gpu_dual_svid.hpp) inits. Throws vkblr::Error for factors of
+// different ranks.
+BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime);
+
 // Ŵ = Σ_p diag(h)·S_U·diag(ℓ)·S_Vᵀ·diag(g) in f64 [m][n]. Throws
 // vkblr::Error when the paths do not fit the shape (check_path_sizes).
 MatrixF64 reconstruct_weight(const LayerShape& shape, std::span<const BlrPathInit> paths);

@@ -16,6 +16,7 @@
 #include "vkblr-fit/fit_option_checks.hpp"
 #include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
+#include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init_paths.hpp"
 #include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/metrics.hpp"
@@ -215,7 +216,9 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   std::vector<BlrPathInit> init_paths;
   if (o.resume.empty()) {
     const Clock::time_point t0 = Clock::now();
-    InitResult init = initial_paths(in.w, in.x_train, shape, o.init, o.seed);
+    const std::vector<double> w64(in.w.values.begin(), in.w.values.end());
+    const DeviceMatrix w_device = upload_matrix(ctx, w64, shape.m, shape.n, "fit.w");
+    InitResult init = initial_paths(ctx, w_device, in.w, in.x_train, shape, o.init, o.seed);
     init_paths = std::move(init.paths);
     std::string found;
     for (const std::uint32_t k : init.subspace.found) found += std::format("{}{}", found.empty() ? "" : ", ", k);

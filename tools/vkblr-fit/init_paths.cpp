@@ -3,6 +3,7 @@
 #include <array>
 
 #include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr-fit/refit.hpp"
 #include "vkblr/error.hpp"
 
@@ -24,11 +25,11 @@ InitMethod init_method_from_string(std::string_view name) {
   fail("init method '{}' is not one of dual-svid, subspace, best", name);
 }
 
-InitResult initial_paths(const Matrix& w, const Matrix& x, const LayerShape& shape, InitMethod method,
-                         std::uint64_t seed) {
+InitResult initial_paths(Context& ctx, const DeviceMatrix& w_device, const Matrix& w, const Matrix& x,
+                         const LayerShape& shape, InitMethod method, std::uint64_t seed) {
   InitResult out;
   if (method == InitMethod::dual_svid) {
-    out.paths = dual_svid_init(w, shape, {.seed = seed});
+    out.paths = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed});
     return out;
   }
   std::vector<BlrPathInit> subspace = subspace_init(w, shape, {.seed = seed}, &out.subspace);
@@ -37,7 +38,7 @@ InitResult initial_paths(const Matrix& w, const Matrix& x, const LayerShape& sha
     out.used = InitMethod::subspace;
     return out;
   }
-  std::vector<BlrPathInit> dual = dual_svid_init(w, shape, {.seed = seed});
+  std::vector<BlrPathInit> dual = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed});
   const std::array<std::vector<BlrPathInit>, 2> candidates{dual, subspace};
   const std::vector<double> errors = training_output_errors(w, x, shape, candidates);
   out.dual_svid_error = errors[0];

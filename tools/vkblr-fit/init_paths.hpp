@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr-fit/matrix.hpp"
 #include "vkblr-fit/subspace_init.hpp"
@@ -32,12 +33,14 @@ struct InitResult {
   double dual_svid_error = 0, subspace_error = 0;
 };
 
-// The initial paths of a layer of `shape` for w [m][n] by `method`; x [T][n]
+// The initial paths of a layer of `shape` for w [m][n] by `method`:
+// Dual-SVID on the device (init/gpu_dual_svid.hpp, from w_device, the same
+// W in f32 on the device), the subspace init on the host (from w); x [T][n]
 // (the training tokens) is read by `best` only. Seeds: `seed` (Dual-SVID's
 // randomized SVD, the subspace init's starts). Deterministic. Throws
 // vkblr::Error as the inits do (bad shape, W that does not fit the shape,
 // activations that do not fit W).
-InitResult initial_paths(const Matrix& w, const Matrix& x, const LayerShape& shape, InitMethod method,
-                         std::uint64_t seed);
+InitResult initial_paths(Context& ctx, const DeviceMatrix& w_device, const Matrix& w, const Matrix& x,
+                         const LayerShape& shape, InitMethod method, std::uint64_t seed);
 
 }  // namespace vkblr::fit

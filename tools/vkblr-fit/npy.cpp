@@ -141,8 +141,10 @@ std::vector<T> values_as(const std::vector<std::byte>& bytes) {
 
 }  // namespace
 
-Matrix read_npy_matrix(const std::string& path) {
-  InputFile file(path);
+namespace {
+
+NpyHeader parse_header(InputFile& file) {
+  const std::string& path = file.path();
   std::array<std::byte, 8> prefix{};
   require(file.size() >= prefix.size(), "{}: truncated: {} bytes, not a .npy file", path, file.size());
   file.read_at(0, prefix, "the magic string");
@@ -192,14 +194,33 @@ Matrix read_npy_matrix(const std::string& path) {
   require(present == data_bytes, "{}: {} bytes follow the array's data: not a single .npy array?", path,
           present - data_bytes);
 
-  std::vector<std::byte> bytes(data_bytes);
-  file.read_at(data_start, bytes, "the data");
+  NpyHeader h;
+  h.rows = shape[0];
+  h.cols = shape[1];
+  h.dtype = item_bytes == 4 ? Dtype::F32 : item_bytes == 2 ? Dtype::F16 : Dtype::F64;
+  h.data_offset = data_start;
+  h.file_bytes = file.size();
+  return h;
+}
+
+}  // namespace
+
+NpyHeader read_npy_header(const std::string& path) {
+  InputFile file(path);
+  return parse_header(file);
+}
+
+Matrix read_npy_matrix(const std::string& path) {
+  InputFile file(path);
+  const NpyHeader h = parse_header(file);
+  std::vector<std::byte> bytes(h.file_bytes - h.data_offset);
+  file.read_at(h.data_offset, bytes, "the data");
   Matrix m;
-  m.rows = shape[0];
-  m.cols = shape[1];
-  if (item_bytes == 4) {
+  m.rows = h.rows;
+  m.cols = h.cols;
+  if (h.dtype == Dtype::F32) {
     m.values = values_as<float>(bytes);
-  } else if (item_bytes == 2) {
+  } else if (h.dtype == Dtype::F16) {
     m.values = from_f16(values_as<std::uint16_t>(bytes));
   } else {
     const auto wide = values_as<double>(bytes);

@@ -14,9 +14,21 @@
 
 #include <string>
 
+#include <cstdint>
+
 #include "vkblr-fit/matrix.hpp"
+#include "vkblr-fit/safetensors.hpp"
 
 namespace vkblr::fit {
+
+// What a .npy file's header says, validated against the file's size.
+struct NpyHeader {
+  std::uint64_t rows = 0, cols = 0;
+  Dtype dtype = Dtype::F32;       // F32, F16 or F64 ('<f4', '<f2', '<f8')
+  std::uint64_t data_offset = 0;  // bytes from the file's start
+  std::uint64_t file_bytes = 0;
+};
+NpyHeader read_npy_header(const std::string& path);
 
 // The array as f32 [shape[0]][shape[1]]: f2 widened exactly, f8 rounded to
 // nearest.

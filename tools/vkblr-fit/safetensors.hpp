@@ -80,6 +80,10 @@ class SafetensorsReader {
   std::vector<std::uint16_t> read_u16(const TensorInfo& tensor);
   // The tensor's bytes as stored (little-endian).
   std::vector<std::byte> read_bytes(const TensorInfo& tensor);
+  // Where the tensor's bytes start in the file, and the file's size (for a
+  // memory map of the data).
+  std::uint64_t data_offset(const TensorInfo& tensor) const { return data_start_ + tensor.begin; }
+  std::uint64_t file_bytes() const { return file_.size(); }
 
  private:
   InputFile file_;

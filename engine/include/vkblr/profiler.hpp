@@ -1,7 +1,8 @@
 // vkblr/profiler.hpp — counters, GPU timestamps per dispatch, Chrome trace.
 //
 // Counters (dispatches, barriers, submits, bytes moved between host and
-// device) are always kept: they cost an integer add. GPU timestamps are
+// device, the device's busy time) are always kept: they cost an integer add
+// (and two timestamps per batch). GPU timestamps are
 // written around every dispatch only while the profiler is enabled
 // (ContextOptions::profile or VKBLR_PROFILE=1, or enable()); a batch
 // recorded while it was off has none and costs nothing extra. Times are
@@ -21,6 +22,10 @@ struct ProfileCounters {
   std::uint64_t submits = 0;     // queue submissions (every Graph run and every sync transfer)
   std::uint64_t bytes_uploaded = 0;
   std::uint64_t bytes_downloaded = 0;
+  // GPU time of the recorded batches that completed: per submit, from a
+  // timestamp at the batch's start to one at its end (0 on devices whose
+  // queue writes no timestamps). Transfers by Buffer::write/read are not in it.
+  std::uint64_t device_busy_ns = 0;
 };
 
 // One timed dispatch of one submit.

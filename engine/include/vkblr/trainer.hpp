@@ -91,6 +91,9 @@ struct GradientBlock {
   std::vector<std::uint32_t> signs;  // offset of each sign matrix's G
 };
 
+// The element type of a batch's inputs x.
+enum class BatchInput { f32, f16 };
+
 struct StepResult {
   bool applied = true;       // false: non-finite gradients, nothing changed
   std::uint32_t step = 0;    // the step number used (counts applied steps from 1)
@@ -105,11 +108,15 @@ class BlrTrainer {
   BlrTrainer(const BlrTrainer&) = delete;
   BlrTrainer& operator=(const BlrTrainer&) = delete;
 
-  // A training batch: x f32 [ntok][n], target f32 [ntok][m] (read each time
-  // the step runs). Records its step graph; returns its index.
-  std::size_t add_batch(const Buffer& x, const Buffer& target);
+  // A training batch: x [ntok][n] (f32, or f16 with BatchInput::f16),
+  // target f32 [ntok][m] (read each time the step runs). Records its step
+  // graph; returns its index. f16 inputs are widened exactly into a
+  // trainer-owned f32 buffer as the graph's first dispatch: the step is bit
+  // for bit the step on an f32 batch of the same values (half the memory
+  // for data kept on the device as f16).
+  std::size_t add_batch(const Buffer& x, const Buffer& target, BatchInput input = BatchInput::f32);
   // An evaluation batch (forward and squared error only).
-  std::size_t add_eval_batch(const Buffer& x, const Buffer& target);
+  std::size_t add_eval_batch(const Buffer& x, const Buffer& target, BatchInput input = BatchInput::f32);
 
   // One step on training batch `batch` with these learning rates: one
   // submit (split: accumulate(batch) then apply(), two submits).

@@ -6,6 +6,7 @@
 
 #include "../ops/op_util.hpp"
 #include "vkblr/ops/optim.hpp"
+#include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/train.hpp"
 
 namespace vkblr {
@@ -26,6 +27,7 @@ struct BlrTrainer::Impl {
   BlrShared shared;
   BlrScratch scratch;
   Buffer y, dy, dx;
+  Buffer x_wide;  // f32 [ntok][n]: f16 batches widened (allocated by the first)
   Buffer scalars;        // host-visible: the live blocks
   Buffer loss_partials;  // host-visible: 64 partial sums of (y - target)² (mse_grad)
   Buffer grad_partials;  // sumsq partials of every gradient, checked by the guard
@@ -34,7 +36,12 @@ struct BlrTrainer::Impl {
   Buffer moment1, moment2;
   std::vector<SignMatrix> signs;
   std::vector<Graph> train_graphs, eval_graphs;
-  std::vector<std::pair<const Buffer*, const Buffer*>> train_batches;  // x, target
+  struct BatchBuffers {
+    const Buffer* x;
+    const Buffer* target;
+    BatchInput input;
+  };
+  std::vector<BatchBuffers> train_batches;
   std::uint32_t applied = 0, skipped = 0;
   // split steps: the block, its layout, graph B, accumulate() calls since
   // the last apply()
@@ -141,11 +148,26 @@ struct BlrTrainer::Impl {
     rec.add(ops::mse_grad(ctx, y, target, dy, ntok * layer.m, 1.0f / config.loss_norm, loss_partials));
   }
 
-  Graph record_train(const Buffer& x, const Buffer& target) {
+  // The f32 inputs of a batch: x itself, or (f16) x widened into x_wide by
+  // a dispatch recorded first.
+  const Buffer& record_inputs(Recorder& rec, const char* op, const Buffer& x, BatchInput input) {
+    const std::uint64_t elements = std::uint64_t{ntok} * layer.n;
+    if (input == BatchInput::f32) {
+      detail::need_bytes(op, "x", x, elements * 4);
+      return x;
+    }
+    detail::need_bytes(op, "x (f16)", x, elements * 2);
+    detail::elements_fit(op, elements);
+    if (!x_wide) x_wide = ctx.buffer(elements * 4, "trainer.x_wide");
+    rec.add(ops::f16_to_f32(ctx, x, x_wide, static_cast<std::uint32_t>(elements)));
+    return x_wide;
+  }
+
+  Graph record_train(const Buffer& x_in, const Buffer& target, BatchInput input) {
     const char* op = "BlrTrainer::add_batch";
-    detail::need_bytes(op, "x", x, std::uint64_t{ntok} * layer.n * 4);
     detail::need_bytes(op, "target", target, std::uint64_t{ntok} * layer.m * 4);
     Recorder rec(ctx);
+    const Buffer& x = record_inputs(rec, op, x_in, input);
     if (!config.split) rec.fill(layer.scale_grads, 0);  // split: zeroed by graph B
     record_forward_loss(rec, x, target);
     BlrBackward backward;
@@ -202,11 +224,11 @@ struct BlrTrainer::Impl {
                           adam));
   }
 
-  Graph record_eval(const Buffer& x, const Buffer& target) {
+  Graph record_eval(const Buffer& x_in, const Buffer& target, BatchInput input) {
     const char* op = "BlrTrainer::add_eval_batch";
-    detail::need_bytes(op, "x", x, std::uint64_t{ntok} * layer.n * 4);
     detail::need_bytes(op, "target", target, std::uint64_t{ntok} * layer.m * 4);
     Recorder rec(ctx);
+    const Buffer& x = record_inputs(rec, op, x_in, input);
     record_forward_loss(rec, x, target);
     return rec.finish();
   }
@@ -256,14 +278,14 @@ BlrTrainer::BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const 
     : impl_(std::make_unique<Impl>(ctx, layer, ntok, config)) {}
 BlrTrainer::~BlrTrainer() = default;
 
-std::size_t BlrTrainer::add_batch(const Buffer& x, const Buffer& target) {
-  impl_->train_graphs.push_back(impl_->record_train(x, target));
-  impl_->train_batches.emplace_back(&x, &target);
+std::size_t BlrTrainer::add_batch(const Buffer& x, const Buffer& target, BatchInput input) {
+  impl_->train_graphs.push_back(impl_->record_train(x, target, input));
+  impl_->train_batches.push_back({&x, &target, input});
   return impl_->train_graphs.size() - 1;
 }
 
-std::size_t BlrTrainer::add_eval_batch(const Buffer& x, const Buffer& target) {
-  impl_->eval_graphs.push_back(impl_->record_eval(x, target));
+std::size_t BlrTrainer::add_eval_batch(const Buffer& x, const Buffer& target, BatchInput input) {
+  impl_->eval_graphs.push_back(impl_->record_eval(x, target, input));
   return impl_->eval_graphs.size() - 1;
 }
 
@@ -277,7 +299,8 @@ StepResult BlrTrainer::step(std::size_t batch, float sign_lr, float scale_lr) {
   }
   const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
   if (s.config.record_every_step) {
-    s.train_graphs[batch] = s.record_train(*s.train_batches[batch].first, *s.train_batches[batch].second);
+    const Impl::BatchBuffers& b = s.train_batches[batch];
+    s.train_graphs[batch] = s.record_train(*b.x, *b.target, b.input);
   }
   s.train_graphs[batch].run();
   return s.finish_step(t, s.read_sq_error());
@@ -288,7 +311,8 @@ double BlrTrainer::accumulate(std::size_t batch) {
   s.require_split("BlrTrainer::accumulate");
   require(batch < s.train_graphs.size(), "BlrTrainer::accumulate: batch {} of {}", batch, s.train_graphs.size());
   if (s.config.record_every_step) {
-    s.train_graphs[batch] = s.record_train(*s.train_batches[batch].first, *s.train_batches[batch].second);
+    const Impl::BatchBuffers& b = s.train_batches[batch];
+    s.train_graphs[batch] = s.record_train(*b.x, *b.target, b.input);
   }
   s.train_graphs[batch].run();
   s.block.invalidate();

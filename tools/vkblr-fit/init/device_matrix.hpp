@@ -1,0 +1,47 @@
+// device_matrix.hpp — dense f32 matrices on the device for vkblr-fit's GPU
+// linear algebra (the init's randomized SVD, the refit), and the products
+// between them (ops::gemm_f32).
+//
+// A DeviceMatrix is f32 [rows][cols], packed row-major, in a buffer it owns
+// (possibly larger than rows·cols: a matrix may shrink in place, e.g. an
+// orthonormal basis that lost columns). Products check shapes and throw
+// vkblr::Error naming the operands' shapes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "vkblr/buffer.hpp"
+#include "vkblr/context.hpp"
+#include "vkblr/dispatch.hpp"
+
+namespace vkblr::fit {
+
+struct DeviceMatrix {
+  Buffer buffer;
+  std::uint32_t rows = 0, cols = 0;
+
+  std::uint64_t elements() const { return std::uint64_t{rows} * cols; }
+};
+
+// An uninitialised rows×cols matrix (room for `capacity` elements, at least
+// rows·cols; 0: exactly rows·cols).
+DeviceMatrix device_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::string_view label,
+                           std::uint64_t capacity = 0);
+
+// A matrix from host values [rows][cols] (f64, rounded to f32).
+DeviceMatrix upload_matrix(Context& ctx, std::span<const double> values, std::uint32_t rows, std::uint32_t cols,
+                           std::string_view label);
+// Replaces the values of `m` (same shape) with host values (f64, rounded to f32).
+void upload_values(DeviceMatrix& m, std::span<const double> values);
+// The values of `m` as f64 [rows][cols] (waits for the device).
+std::vector<double> download_matrix(const DeviceMatrix& m);
+
+// out = alpha · op(a) · op(b) (+ out when accumulating), op = transpose
+// where asked; out must be a different matrix of the product's shape.
+Dispatch product(Context& ctx, const DeviceMatrix& a, bool trans_a, const DeviceMatrix& b, bool trans_b,
+                 const DeviceMatrix& out, float alpha = 1.0f, bool accumulate = false);
+
+}  // namespace vkblr::fit

@@ -1,0 +1,54 @@
+// device_data.hpp — the data of a vkblr-fit run on the device, uploaded
+// once: W as f32 (the init's and refit's f32 GEMMs) and f16 (the targets'
+// GEMM operand), the calibration tokens X as f16 (training tokens, then the
+// held-out ones). Read from files through memory maps in chunks (converted
+// by every core, staged to the device chunk by chunk: the host never holds
+// a copy of a whole input) or generated on the device (gpu_synthetic.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vkblr-fit/init/device_matrix.hpp"
+#include "vkblr/buffer.hpp"
+#include "vkblr/context.hpp"
+
+namespace vkblr::fit {
+
+// Where W and X come from.
+struct DataSpec {
+  std::string weight_path, weight_tensor;            // empty path: synthetic
+  std::string activations_path, activations_tensor;  // empty path: synthetic
+  std::uint32_t train_tokens = 0, held_out_tokens = 0;
+  // synthetic data (synthetic.hpp's specs; m, n and the token count are
+  // filled from the fields here)
+  enum class Family { standard, exponential, planted } family = Family::standard;
+  std::uint32_t synthetic_m = 0, synthetic_n = 0;
+  std::uint32_t family_rank = 0;  // exponential: σ_i = exp(−i/(rank/6)) + 0.05; planted: the planted rank
+  double activation_decay = 1.0;
+  std::uint64_t seed = 1;
+};
+
+struct DeviceData {
+  std::uint32_t m = 0, n = 0;
+  std::uint32_t train_tokens = 0, held_out_tokens = 0;
+  DeviceMatrix w;  // f32 [m][n]
+  Buffer w16;      // f16 [m][n]
+  Buffer x16;      // f16 [train_tokens + held_out_tokens][n]
+  std::string weight_source, activation_source;
+  // XXH3-64 of the stored bytes of W and of the rows of X used (files), or
+  // of the source text, which names every parameter (synthetic data)
+  std::uint64_t weight_hash = 0, activation_hash = 0;
+  double weight_max_abs = 0, activation_max_abs = 0;  // of the values as read (f32)
+
+  // A view of tokens [first, first + count) of x16 (row offsets are
+  // multiples of the storage alignment: n is a multiple of 16).
+  Buffer tokens(std::uint64_t first, std::uint64_t count) const;
+};
+
+// Reads or generates W and X. Throws vkblr::Error for a missing or bad
+// file (the readers' errors), NaN/Inf values (naming the file and the
+// element), values f16 cannot carry, a W/X shape mismatch, too few tokens.
+DeviceData load_device_data(Context& ctx, const DataSpec& spec);
+
+}  // namespace vkblr::fit

@@ -1,0 +1,189 @@
+#include "vkblr-fit/io/matrix_source.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "vkblr-fit/npy.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/half.hpp"
+
+namespace vkblr::fit {
+
+// A read-only map of a whole regular file.
+struct MatrixSource::Mapping {
+  void* base = MAP_FAILED;
+  std::size_t bytes = 0;
+
+  Mapping(const std::string& path, std::uint64_t expected_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    require(fd >= 0, "cannot open {}: {}", path, std::strerror(errno));
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!regular || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+      ::close(fd);
+      require(regular, "cannot map {}: not a regular file", path);
+      fail("{}: changed while being read: {} bytes, {} when its header was read", path, st.st_size, expected_bytes);
+    }
+    bytes = static_cast<std::size_t>(st.st_size);
+    if (bytes > 0) base = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int err = errno;
+    ::close(fd);
+    require(bytes == 0 || base != MAP_FAILED, "cannot map {}: {}", path, std::strerror(err));
+    if (bytes > 0) ::madvise(base, bytes, MADV_SEQUENTIAL);
+  }
+  ~Mapping() {
+    if (base != MAP_FAILED) ::munmap(base, bytes);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+};
+
+namespace {
+
+std::size_t element_bytes(Dtype d) { return dtype_bits(d) / 8; }
+
+void convert(Dtype dtype, const std::byte* src, std::size_t count, float* out) {
+  switch (dtype) {
+    case Dtype::F32:
+      std::memcpy(out, src, count * 4);
+      return;
+    case Dtype::F16:
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      return;
+    case Dtype::BF16:
+      for (std::size_t i = 0; i < count; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      return;
+    case Dtype::F64:
+      for (std::size_t i = 0; i < count; ++i) {
+        double d;
+        std::memcpy(&d, src + 8 * i, 8);
+        out[i] = static_cast<float>(d);
+      }
+      return;
+    default:
+      fail("matrix source: dtype {} cannot be read as f32", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+void parallel_ranges(std::size_t count, std::size_t min_per_thread,
+                     const std::function<void(std::size_t, std::size_t)>& body) {
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t pieces = std::clamp<std::size_t>(count / std::max<std::size_t>(min_per_thread, 1), 1, cores);
+  if (pieces == 1) {
+    body(0, count);
+    return;
+  }
+  std::vector<std::thread> threads;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  for (std::size_t p = 0; p < pieces; ++p) {
+    threads.emplace_back([&, p] {
+      try {
+        body(count * p / pieces, count * (p + 1) / pieces);
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+MatrixSource::MatrixSource(const std::string& path, const std::string& tensor, const char* what) {
+  std::error_code ec;
+  require(std::filesystem::exists(path, ec), "{} file {} does not exist", what, path);
+  const std::string ext = std::filesystem::path(path).extension().string();
+  std::uint64_t offset = 0, file_bytes = 0;
+  if (ext == ".npy") {
+    require(tensor.empty(), "{} file {} is .npy: it has no tensor names (drop the tensor name)", what, path);
+    const NpyHeader h = read_npy_header(path);
+    rows_ = h.rows;
+    cols_ = h.cols;
+    dtype_ = h.dtype;
+    offset = h.data_offset;
+    file_bytes = h.file_bytes;
+    source_ = path;
+  } else {
+    require(ext == ".safetensors", "{} file {}: expected .safetensors or .npy", what, path);
+    const SafetensorsReader reader(path);
+    const TensorInfo& t = reader.choose(tensor);
+    require(t.shape.size() == 2, "{}: tensor '{}' has shape {} ({}-D); a matrix must be 2-D", path, t.name,
+            t.describe(), t.shape.size());
+    require(t.dtype == Dtype::F32 || t.dtype == Dtype::F16 || t.dtype == Dtype::BF16 || t.dtype == Dtype::F64,
+            "{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path, t.name,
+            dtype_name(t.dtype));
+    rows_ = t.shape[0];
+    cols_ = t.shape[1];
+    dtype_ = t.dtype;
+    offset = reader.data_offset(t);
+    file_bytes = reader.file_bytes();
+    source_ = tensor.empty() ? path : path + ":" + tensor;
+  }
+  map_ = std::make_unique<Mapping>(path, file_bytes);
+  require(offset + rows_ * cols_ * element_bytes(dtype_) <= map_->bytes, "{}: the data is past the file's end",
+          path);
+  data_ = static_cast<const std::byte*>(map_->base) + offset;
+}
+
+MatrixSource::~MatrixSource() = default;
+MatrixSource::MatrixSource(MatrixSource&&) noexcept = default;
+MatrixSource& MatrixSource::operator=(MatrixSource&&) noexcept = default;
+
+std::span<const std::byte> MatrixSource::bytes(std::uint64_t first, std::uint64_t count) const {
+  require(first <= rows_ && count <= rows_ - first, "{}: rows [{}, {}) of {}", source_, first, first + count, rows_);
+  const std::size_t row_bytes = cols_ * element_bytes(dtype_);
+  return {data_ + first * row_bytes, count * row_bytes};
+}
+
+MatrixSource::ValueStats MatrixSource::read_rows(std::uint64_t first, std::uint64_t count,
+                                                 std::span<float> out) const {
+  const std::span<const std::byte> in = bytes(first, count);
+  require(out.size() == count * cols_, "{}: {} floats for {} rows of {}", source_, out.size(), count, cols_);
+  const std::size_t size = element_bytes(dtype_);
+  std::mutex stats_mutex;
+  ValueStats stats;
+  parallel_ranges(out.size(), std::size_t{1} << 20, [&](std::size_t begin, std::size_t end) {
+    convert(dtype_, in.data() + begin * size, end - begin, out.data() + begin);
+    ValueStats piece;
+    for (std::size_t i = begin; i < end; ++i) {
+      const float v = out[i];
+      if (!std::isfinite(v)) {
+        if (piece.non_finite++ == 0) piece.first_non_finite = i;
+      } else {
+        piece.max_abs = std::max(piece.max_abs, double{std::abs(v)});
+      }
+    }
+    const std::lock_guard lock(stats_mutex);
+    stats.max_abs = std::max(stats.max_abs, piece.max_abs);
+    if (piece.non_finite > 0 && (stats.non_finite == 0 || piece.first_non_finite < stats.first_non_finite)) {
+      stats.first_non_finite = piece.first_non_finite;
+    }
+    stats.non_finite += piece.non_finite;
+  });
+  return stats;
+}
+
+}  // namespace vkblr::fit
