@@ -1,0 +1,54 @@
+// Conjugate gradients of the GPU refit's g step (vkblr/ops/refit.hpp;
+// glsl/refit_cg.comp).
+#include <array>
+
+#include "op_util.hpp"
+#include "refit.h"
+#include "vkblr/ops/refit.hpp"
+
+namespace vkblr::ops {
+namespace {
+
+Dispatch cg_dispatch(Context& ctx, detail::KernelId id, const char* op, const Buffer& gram, const Buffer& rhs,
+                     const Buffer& x, const Buffer& p, const Buffer& q, const Buffer& state, std::uint32_t n) {
+  detail::dim(op, "n", n);
+  detail::elements_fit(op, std::uint64_t{n} * n);
+  detail::need_bytes(op, "gram", gram, std::uint64_t{n} * n * 4);
+  for (const auto& [name, b] : {std::pair{"rhs", &rhs}, {"x", &x}, {"p", &p}, {"q", &q}}) {
+    detail::need_bytes(op, name, *b, std::uint64_t{n} * 4);
+  }
+  detail::need_bytes(op, "state", state, refit_cg_state_floats(n) * 4);
+  const std::array<const Buffer*, 6> all{&gram, &rhs, &x, &p, &q, &state};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (std::size_t j = i + 1; j < all.size(); ++j) {
+      require(all[i]->id() != all[j]->id(), "{}: two of gram, rhs, x, p, q, state are the same buffer", op);
+    }
+  }
+  shader::RefitPush push{};
+  push.rows = n;
+  Dispatch d = detail::make_dispatch(ctx, id, op);
+  d.set_push(push)
+      .bind(0, gram, Access::read)
+      .bind(1, rhs, Access::read)
+      .bind(2, x, Access::read_write)
+      .bind(3, p, Access::read_write)
+      .bind(4, q, Access::read)
+      .bind(5, state, Access::read_write);
+  return d;
+}
+
+}  // namespace
+
+std::uint64_t refit_cg_state_floats(std::uint32_t n) { return 2 * std::uint64_t{n} + 4; }
+
+Dispatch refit_cg_begin(Context& ctx, const Buffer& gram, const Buffer& rhs, const Buffer& x, const Buffer& p,
+                        const Buffer& q, const Buffer& state, std::uint32_t n) {
+  return cg_dispatch(ctx, detail::KernelId::refit_cg_begin, "refit_cg_begin", gram, rhs, x, p, q, state, n);
+}
+
+Dispatch refit_cg_step(Context& ctx, const Buffer& gram, const Buffer& rhs, const Buffer& x, const Buffer& p,
+                       const Buffer& q, const Buffer& state, std::uint32_t n) {
+  return cg_dispatch(ctx, detail::KernelId::refit_cg_step, "refit_cg_step", gram, rhs, x, p, q, state, n);
+}
+
+}  // namespace vkblr::ops

@@ -1,0 +1,539 @@
+// vkblr-fit's GPU refit: its kernels against f64 host references of the
+// host refit's steps (refit.cpp) on real layers.
+#include <algorithm>
+#include <bit>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "support/gpu.hpp"
+#include "support/host.hpp"
+#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/sign_bits.hpp"
+#include "vkblr-fit/synthetic.hpp"
+#include "vkblr/ops/refit.hpp"
+#include "vkblr/recorder.hpp"
+
+using namespace vkblr;
+using namespace vkblr::fit;
+using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+constexpr int kMaxPasses = 8;  // coordinate-descent passes over a row, as the host refit's
+
+// ---- f64 host algebra of the references --------------------------------
+
+MatrixF64 matmul(const MatrixF64& a, const MatrixF64& b) {
+  MatrixF64 out(a.rows, b.cols);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t k = 0; k < a.cols; ++k) {
+      const double v = a(i, k);
+      for (std::size_t j = 0; j < b.cols; ++j) out(i, j) += v * b(k, j);
+    }
+  }
+  return out;
+}
+
+MatrixF64 transpose(const MatrixF64& a) {
+  MatrixF64 out(a.cols, a.rows);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) out(j, i) = a(i, j);
+  }
+  return out;
+}
+
+// The values as the device holds them: rounded to f32.
+std::vector<float> narrow(const MatrixF64& a) { return {a.values.begin(), a.values.end()}; }
+MatrixF64 through_f32(const MatrixF64& a) {
+  MatrixF64 out = a;
+  for (double& v : out.values) v = static_cast<float>(v);
+  return out;
+}
+
+// C = XᵀX/T.
+MatrixF64 second_moment(const Matrix& x) {
+  MatrixF64 c(x.cols, x.cols);
+  for (std::size_t t = 0; t < x.rows; ++t) {
+    for (std::size_t i = 0; i < x.cols; ++i) {
+      const double xi = x(t, i);
+      for (std::size_t j = 0; j < x.cols; ++j) c(i, j) += xi * x(t, j);
+    }
+  }
+  for (double& v : c.values) v /= static_cast<double>(x.rows);
+  return c;
+}
+
+MatrixF64 signs(const std::vector<std::uint32_t>& bits, std::size_t rows, std::size_t r) {
+  MatrixF64 s(rows, r);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t k = 0; k < r; ++k) s(i, k) = sign_at(bits, r, i, k);
+  }
+  return s;
+}
+
+// diag(row)·a·diag(col) (either may be empty: 1).
+MatrixF64 scaled(MatrixF64 a, const std::vector<float>& row, const std::vector<float>& col) {
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) {
+      a(i, j) *= (row.empty() ? 1.0 : row[i]) * (col.empty() ? 1.0 : col[j]);
+    }
+  }
+  return a;
+}
+
+// A layer to refit: W, training tokens X, C, and Dual-SVID paths.
+struct RefitCase {
+  LayerShape shape;
+  Matrix w, x;
+  MatrixF64 c;
+  std::vector<BlrPathInit> paths;
+};
+
+RefitCase make_case(const LayerShape& shape, double activation_decay, std::uint64_t seed) {
+  RefitCase out{shape,
+                synthetic_weight({.m = shape.m, .n = shape.n, .seed = seed}),
+                synthetic_activations(
+                    {.tokens = 4 * shape.n, .n = shape.n, .spectrum_decay = activation_decay, .seed = seed + 1}),
+                {},
+                {}};
+  out.c = second_moment(out.x);
+  out.paths = dual_svid_init(out.w, shape);
+  return out;
+}
+
+// R = W − Σ_{q≠p} Ŵ_q.
+MatrixF64 residual(const RefitCase& rc, std::uint32_t p) {
+  MatrixF64 r(rc.shape.m, rc.shape.n);
+  for (std::size_t i = 0; i < r.values.size(); ++i) r.values[i] = rc.w.values[i];
+  for (std::uint32_t q = 0; q < rc.shape.paths; ++q) {
+    if (q == p) continue;
+    const LayerShape one_path{rc.shape.m, rc.shape.n, rc.shape.rank, 1};
+    const MatrixF64 wq = reconstruct_weight(one_path, std::span(&rc.paths[q], 1));
+    for (std::size_t i = 0; i < r.values.size(); ++i) r.values[i] -= wq.values[i];
+  }
+  return r;
+}
+
+// ---- f64 references of the row kernels ----------------------------------
+
+// How close the closest decision of a reference came to 0, relative to the
+// terms it compares (a case is fit for an exact comparison when this is
+// far above f32 rounding).
+struct Margin {
+  double worst = std::numeric_limits<double>::infinity();
+  void see(double delta, double scale) { worst = std::min(worst, std::abs(delta) / std::max(scale, 1e-300)); }
+};
+
+// The host refit's refit_u on one row (refit.cpp): signs s [r] and h in place.
+void reference_u_row(std::vector<double>& s, double& h, const double* p, const MatrixF64& q, const double* qs_in,
+                     Margin& margin) {
+  const std::size_t r = s.size();
+  std::vector<double> qs(qs_in, qs_in + r);
+  const double hi = h;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    bool changed = false;
+    for (std::size_t k = 0; k < r; ++k) {
+      const double a = hi * hi * (q(k, k) - s[k] * qs[k]), b = hi * s[k] * p[k];
+      margin.see(a + b, std::abs(hi * hi * q(k, k)) + std::abs(hi * hi * s[k] * qs[k]) + std::abs(b));
+      if (a + b < 0) {
+        s[k] = -s[k];
+        for (std::size_t j = 0; j < r; ++j) qs[j] += 2 * s[k] * q(k, j);
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  double num = 0, den = 0;
+  for (std::size_t k = 0; k < r; ++k) {
+    num += s[k] * p[k];
+    den += s[k] * qs[k];
+  }
+  if (den > 0) {
+    double ratio = num / den;
+    if (ratio < 0) {
+      for (double& v : s) v = -v;
+      ratio = -ratio;
+    }
+    if (ratio > 0) h = ratio;
+  }
+}
+
+// The host refit's refit_v on one row j, alone against e = g_j·(C·Fᵀ)[j]:
+// signs s in place; returns the row's ΔL.
+double reference_v_row(std::vector<double>& s, std::vector<double> e, double kjj, const MatrixF64& qa, Margin& margin) {
+  const std::size_t r = s.size();
+  double total = 0;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    bool changed = false;
+    for (std::size_t k = 0; k < r; ++k) {
+      const double delta = -4 * s[k] * e[k] + 4 * qa(k, k) * kjj;
+      margin.see(delta, std::abs(4 * e[k]) + std::abs(4 * qa(k, k) * kjj));
+      if (delta < 0) {
+        const double step = -2 * s[k];
+        s[k] = -s[k];
+        for (std::size_t c = 0; c < r; ++c) e[c] += step * kjj * qa(k, c);
+        total += delta;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  return total;
+}
+
+// ---- the row kernels ------------------------------------------------------
+
+// A row-kernel case whose reference decisions are all far from a tie
+// (closer than this, f32 and f64 may honestly disagree): the first seed
+// from `seed` that gives one.
+constexpr double kDecisive = 2e-5;
+
+struct UCase {
+  RefitCase rc;
+  MatrixF64 q, pm, qs;  // as uploaded (f32 values)
+  MatrixF64 want_s;
+  std::vector<double> want_h;
+  double margin = 0;
+};
+
+// The host refit's S_U step of path 0, row by row, on the case's P, Q, QS.
+UCase u_case(const LayerShape& shape, std::uint64_t seed) {
+  UCase u{make_case(shape, 1.0, seed), {}, {}, {}, {}, {}, 0};
+  const std::uint32_t m = shape.m, n = shape.n, r = shape.rank;
+  const BlrPathInit& path = u.rc.paths[0];
+  const MatrixF64 bt = scaled(signs(path.bits_v, n, r), path.g, path.l);  // diag(g)·S_V·diag(ℓ)
+  const MatrixF64 cbt = matmul(u.rc.c, bt);
+  u.q = through_f32(matmul(transpose(bt), cbt));
+  u.pm = through_f32(matmul(residual(u.rc, 0), cbt));
+  u.qs = through_f32(matmul(signs(path.bits_u, m, r), u.q));
+  u.want_s = signs(path.bits_u, m, r);
+  u.want_h.assign(path.h.begin(), path.h.end());
+  Margin margin;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    std::vector<double> row(u.want_s.values.begin() + i * r, u.want_s.values.begin() + (i + 1) * r);
+    reference_u_row(row, u.want_h[i], &u.pm.values[i * r], u.q, &u.qs.values[i * r], margin);
+    std::copy(row.begin(), row.end(), u.want_s.values.begin() + i * r);
+  }
+  u.margin = margin.worst;
+  return u;
+}
+
+struct VCase {
+  RefitCase rc;
+  MatrixF64 qa, cft;  // as uploaded (f32 values)
+  std::vector<float> c_diag;
+  std::uint32_t row0 = 0, rows = 0;
+  MatrixF64 want_s;              // [rows][r]
+  std::vector<double> want_own;  // [rows]
+  double margin = 0;
+};
+
+// The host refit's S_V descent of each row of a block of path 0, alone
+// against the same half-gradient.
+VCase v_case(const LayerShape& shape, std::uint64_t seed) {
+  VCase v{make_case(shape, 1.0, seed), {}, {}, {}, 8, shape.n - 13, {}, {}, 0};
+  const std::uint32_t m = shape.m, n = shape.n, r = shape.rank;
+  const BlrPathInit& path = v.rc.paths[0];
+  const MatrixF64 a = scaled(signs(path.bits_u, m, r), path.h, path.l);
+  v.qa = through_f32(matmul(transpose(a), a));
+  MatrixF64 ft = matmul(scaled(signs(path.bits_v, n, r), path.g, {}), v.qa);  // Fᵀ = Sg·QA − Rᵀ·A
+  const MatrixF64 ra = matmul(transpose(residual(v.rc, 0)), a);
+  for (std::size_t i = 0; i < ft.values.size(); ++i) ft.values[i] -= ra.values[i];
+  v.cft = through_f32(matmul(v.rc.c, ft));
+  v.c_diag.resize(n);
+  for (std::uint32_t j = 0; j < n; ++j) v.c_diag[j] = static_cast<float>(v.rc.c(j, j));
+  Margin margin;
+  v.want_own.resize(v.rows);
+  v.want_s = MatrixF64(v.rows, r);
+  for (std::uint32_t jl = 0; jl < v.rows; ++jl) {
+    const std::uint32_t j = v.row0 + jl;
+    std::vector<double> row(r), e(r);
+    for (std::uint32_t k = 0; k < r; ++k) {
+      row[k] = sign_at(path.bits_v, r, j, k);
+      e[k] = static_cast<double>(path.g[j]) * v.cft(j, k);
+    }
+    const double kjj = double(path.g[j]) * double(path.g[j]) * double(v.c_diag[j]);
+    v.want_own[jl] = reference_v_row(row, e, kjj, v.qa, margin);
+    std::copy(row.begin(), row.end(), v.want_s.values.begin() + jl * r);
+  }
+  v.margin = margin.worst;
+  return v;
+}
+
+template <class Make>
+auto decisive_case(const LayerShape& shape, std::uint64_t seed, Make make) {
+  for (std::uint64_t s = seed;; ++s) {
+    auto c = make(shape, s);
+    if (c.margin > kDecisive || s >= seed + 40) return c;
+  }
+}
+
+}  // namespace
+
+// ---- the row kernels ------------------------------------------------------
+
+GPU_TEST("refit_u_rows makes the host refit's S_U decisions and row scales", "[fit][gpu_refit]") {
+  for (const LayerShape shape : {LayerShape{128, 96, 32, 2}, LayerShape{256, 192, 64, 2}}) {
+    const UCase u = decisive_case(shape, 21, u_case);
+    const std::uint32_t m = shape.m, r = shape.rank;
+    const BlrPathInit& path = u.rc.paths[0];
+    INFO(m << "x" << shape.n << " r " << r << ": closest decision " << u.margin);
+    REQUIRE(u.margin > kDecisive);  // no ΔL near 0: f32 and f64 must agree on every flip
+
+    Buffer p_d = ctx.upload(narrow(u.pm)), q_d = ctx.upload(narrow(u.q)), qs_d = ctx.upload(narrow(u.qs));
+    Buffer bits = ctx.upload(path.bits_u), h = ctx.upload(path.h);
+    Recorder rec(ctx);
+    rec.add(ops::refit_u_rows(ctx, p_d, q_d, qs_d, bits, h, m, r));
+    rec.run();
+    const std::vector<std::uint32_t> got_bits = bits.download<std::uint32_t>();
+    const std::vector<float> got_h = h.download<float>();
+    const std::vector<std::uint32_t> want_bits = pack_signs(std::span<const double>(u.want_s.values), m, r);
+    std::size_t flipped = 0;
+    for (std::size_t i = 0; i < want_bits.size(); ++i) flipped += std::popcount(want_bits[i] ^ path.bits_u[i]);
+    INFO("signs flipped by the reference: " << flipped);
+    CHECK(flipped > m);
+    CHECK(got_bits == want_bits);
+    double worst_h = 0;
+    for (std::uint32_t i = 0; i < m; ++i) worst_h = std::max(worst_h, std::abs(got_h[i] - u.want_h[i]) / u.want_h[i]);
+    CHECK(worst_h < 1e-5);
+  }
+}
+
+GPU_TEST("refit_v_rows runs each row of a block as the host refit runs it alone", "[fit][gpu_refit]") {
+  for (const LayerShape shape : {LayerShape{128, 96, 32, 2}, LayerShape{256, 192, 64, 2}}) {
+    const VCase v = decisive_case(shape, 31, v_case);
+    const std::uint32_t m = shape.m, n = shape.n, r = shape.rank, words = r / 32;
+    const std::uint32_t row0 = v.row0, rows = v.rows;
+    const BlrPathInit& path = v.rc.paths[0];
+    const MatrixF64& want_s = v.want_s;
+    const std::vector<double>& want_own = v.want_own;
+    INFO(m << "x" << n << " r " << r << ": closest decision " << v.margin);
+    REQUIRE(v.margin > kDecisive);
+
+    const std::vector<float> cft_f32 = narrow(v.cft);
+    const std::vector<float> e_block(cft_f32.begin() + row0 * r, cft_f32.begin() + (row0 + rows) * r);
+    Buffer e_d = ctx.upload(e_block), qa_d = ctx.upload(narrow(v.qa)), c_diag_d = ctx.upload(v.c_diag);
+    Buffer g_d = ctx.upload(path.g), bits = ctx.upload(path.bits_v);
+    Buffer proposed = ctx.buffer(std::uint64_t{rows} * words * 4), dg = ctx.buffer(std::uint64_t{rows} * r * 4),
+           dl = ctx.buffer(std::uint64_t{rows} * 4);
+    for (Buffer* b : {&proposed, &dg, &dl}) b->fill(vkt::kPoison32);
+    Recorder rec(ctx);
+    rec.add(ops::refit_v_rows(ctx, e_d, qa_d, c_diag_d, g_d, bits, {n, row0, rows}, r, proposed, dg, dl));
+    rec.run();
+    const std::vector<std::uint32_t> got_bits = proposed.download<std::uint32_t>();
+    const std::vector<float> got_dg = dg.download<float>(), got_dl = dl.download<float>();
+    CHECK(bits.download<std::uint32_t>() == path.bits_v);  // read only
+    CHECK(got_bits == pack_signs(std::span<const double>(want_s.values), rows, r));
+    std::size_t changed_rows = 0, dg_mismatch = 0;
+    double own_scale = 0, own_error = 0;
+    for (std::uint32_t jl = 0; jl < rows; ++jl) {
+      for (std::uint32_t k = 0; k < r; ++k) {
+        const float step = static_cast<float>(want_s(jl, k) - sign_at(path.bits_v, r, row0 + jl, k));
+        dg_mismatch += got_dg[jl * r + k] != path.g[row0 + jl] * step ? 1 : 0;
+      }
+      changed_rows += want_own[jl] < 0 ? 1 : 0;
+      own_scale = std::max(own_scale, std::abs(want_own[jl]));
+      own_error = std::max(own_error, std::abs(got_dl[jl] - want_own[jl]));
+    }
+    INFO("rows that changed: " << changed_rows << " of " << rows);
+    CHECK(changed_rows > rows / 4);
+    CHECK(dg_mismatch == 0);
+    CHECK(own_error < 1e-4 * own_scale);
+  }
+}
+
+GPU_TEST("refit_v_commit keeps the accepted rows' proposals and takes back the others' changes", "[fit][gpu_refit]") {
+  const std::uint32_t n = 70, r = 64, words = 2, row0 = 10, rows = 50;
+  vkt::Rng rng(5);
+  std::vector<std::uint32_t> bits(n * words), proposed(rows * words), accept(rows);
+  for (auto& v : bits) v = static_cast<std::uint32_t>(rng.next());
+  for (auto& v : proposed) v = static_cast<std::uint32_t>(rng.next());
+  for (auto& v : accept) v = rng.below(2) * (1 + rng.below(3));  // 0, or any non-zero
+  const std::vector<float> dg = vkt::random_floats(rows * r, 6);
+  Buffer bits_d = ctx.upload(bits), proposed_d = ctx.upload(proposed), accept_d = ctx.upload(accept),
+         dg_d = ctx.upload(dg);
+  Recorder rec(ctx);
+  rec.add(ops::refit_v_commit(ctx, accept_d, proposed_d, bits_d, dg_d, {n, row0, rows}, r));
+  rec.run();
+  std::vector<std::uint32_t> want_bits = bits;
+  std::vector<float> want_dg = dg;
+  for (std::uint32_t jl = 0; jl < rows; ++jl) {
+    if (accept[jl] != 0) {
+      for (std::uint32_t w = 0; w < words; ++w) want_bits[(row0 + jl) * words + w] = proposed[jl * words + w];
+    } else {
+      std::fill_n(want_dg.begin() + jl * r, r, 0.0f);
+    }
+  }
+  CHECK(bits_d.download<std::uint32_t>() == want_bits);
+  CHECK(dg_d.download<float>() == want_dg);
+}
+
+GPU_TEST("refit_flip_columns and refit_row_scales flip exactly the signs they name", "[fit][gpu_refit]") {
+  const std::uint32_t rows = 45, r = 96, words = 3;
+  vkt::Rng rng(7);
+  std::vector<std::uint32_t> bits(rows * words), mask(words);
+  for (auto& v : bits) v = static_cast<std::uint32_t>(rng.next());
+  for (auto& v : mask) v = static_cast<std::uint32_t>(rng.next());
+  std::vector<float> x = vkt::random_floats(rows, 8, 3.0f), scale = vkt::random_floats(rows, 9, 1.0f);
+  x[3] = 0.0f;
+  x[4] = std::numeric_limits<float>::quiet_NaN();
+  x[5] = -std::numeric_limits<float>::infinity();
+  x[6] = -0.0f;
+  Buffer bits_d = ctx.upload(bits), mask_d = ctx.upload(mask), x_d = ctx.upload(x), scale_d = ctx.upload(scale);
+  Recorder rec(ctx);
+  rec.add(ops::refit_flip_columns(ctx, mask_d, bits_d, rows, r));
+  rec.run();
+  std::vector<std::uint32_t> want = bits;
+  for (std::uint32_t i = 0; i < rows * words; ++i) want[i] ^= mask[i % words];
+  CHECK(bits_d.download<std::uint32_t>() == want);
+
+  rec.add(ops::refit_row_scales(ctx, x_d, bits_d, scale_d, rows, r));
+  rec.run();
+  std::vector<float> want_scale = scale;
+  for (std::uint32_t i = 0; i < rows; ++i) {
+    if (!std::isfinite(x[i]) || x[i] == 0.0f) continue;
+    want_scale[i] = std::abs(x[i]);
+    if (x[i] < 0) {
+      for (std::uint32_t w = 0; w < words; ++w) want[i * words + w] = ~want[i * words + w];
+    }
+  }
+  CHECK(bits_d.download<std::uint32_t>() == want);
+  CHECK(scale_d.download<float>() == want_scale);
+}
+
+GPU_TEST("refit_sign_dot and refit_hadamard compute what they say", "[fit][gpu_refit]") {
+  const std::uint32_t rows = 37, r = 96, words = 3;
+  vkt::Rng rng(11);
+  std::vector<std::uint32_t> bits(rows * words);
+  for (auto& v : bits) v = static_cast<std::uint32_t>(rng.next());
+  const std::vector<float> a = vkt::random_floats(rows * r, 12), col = vkt::random_floats(r, 13, 2.0f);
+  Buffer bits_d = ctx.upload(bits), a_d = ctx.upload(a), col_d = ctx.upload(col), out = ctx.buffer(rows * 4);
+  out.fill(vkt::kPoison32);
+  Recorder rec(ctx);
+  rec.add(ops::refit_sign_dot(ctx, bits_d, a_d, col_d, out, rows, r));
+  rec.run();
+  const std::vector<float> got = out.download<float>();
+  for (std::uint32_t i = 0; i < rows; ++i) {
+    double want = 0, scale = 0;
+    for (std::uint32_t k = 0; k < r; ++k) {
+      want += sign_at(bits, r, i, k) * double(a[i * r + k]) * col[k];
+      scale += std::abs(double(a[i * r + k]) * col[k]);
+    }
+    CHECK(std::abs(got[i] - want) < 1e-6 * scale);
+  }
+
+  const std::uint64_t count = 1000;
+  const std::vector<float> x = vkt::random_floats(count, 14, 5.0f), y = vkt::random_floats(count, 15, 5.0f);
+  Buffer x_d = ctx.upload(x), y_d = ctx.upload(y);
+  rec.add(ops::refit_hadamard(ctx, x_d, y_d, count));
+  rec.run();
+  std::vector<float> want(count);
+  for (std::size_t i = 0; i < count; ++i) want[i] = x[i] * y[i];
+  CHECK(x_d.download<float>() == want);
+}
+
+GPU_TEST("refit_cg_begin and refit_cg_step are Jacobi-preconditioned CG, lowering the objective", "[fit][gpu_refit]") {
+  // G = B·Bᵀ + diag, well conditioned, with a varied diagonal (the
+  // preconditioner matters); matrix-vector products on the host here
+  const std::uint32_t n = 50;
+  vkt::Rng rng(17);
+  MatrixF64 b(n, n / 2), g(n, n);
+  for (double& v : b.values) v = rng.normal();
+  g = matmul(b, transpose(b));
+  for (std::uint32_t i = 0; i < n; ++i) g(i, i) += 5.0 + 20.0 * (i % 7);
+  g = through_f32(g);
+  std::vector<double> rhs(n), x(n);
+  for (double& v : rhs) v = static_cast<float>(rng.normal());
+  for (double& v : x) v = static_cast<float>(rng.normal());
+  const auto times_g = [&](const std::vector<double>& v) {
+    std::vector<double> out(n, 0.0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t j = 0; j < n; ++j) out[i] += g(i, j) * v[j];
+    }
+    return out;
+  };
+  const auto objective = [&](const std::vector<double>& v) {
+    const std::vector<double> gv = times_g(v);
+    double f = 0;
+    for (std::uint32_t i = 0; i < n; ++i) f += 0.5 * v[i] * gv[i] - rhs[i] * v[i];
+    return f;
+  };
+  const auto to_f32 = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  const auto to_f64 = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+
+  // f64 reference of the same iteration
+  std::vector<double> want = x, res(n), dinv(n), p(n);
+  const std::vector<double> gx = times_g(want);
+  double rz = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    res[i] = rhs[i] - gx[i];
+    dinv[i] = 1.0 / g(i, i);
+    p[i] = dinv[i] * res[i];
+    rz += res[i] * p[i];
+  }
+  const std::uint32_t iterations = 12;
+  for (std::uint32_t it = 0; it < iterations; ++it) {
+    const std::vector<double> q = times_g(p);
+    double pq = 0;
+    for (std::uint32_t i = 0; i < n; ++i) pq += p[i] * q[i];
+    const double alpha = rz / pq;
+    double rz_new = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      want[i] += alpha * p[i];
+      res[i] -= alpha * q[i];
+      rz_new += res[i] * dinv[i] * res[i];
+    }
+    for (std::uint32_t i = 0; i < n; ++i) p[i] = dinv[i] * res[i] + rz_new / rz * p[i];
+    rz = rz_new;
+  }
+
+  Buffer g_d = ctx.upload(narrow(g)), rhs_d = ctx.upload(to_f32(rhs)), x_d = ctx.upload(to_f32(x));
+  Buffer p_d = ctx.buffer(n * 4), q_d = ctx.upload(to_f32(times_g(x)));
+  Buffer state = ctx.buffer(ops::refit_cg_state_floats(n) * 4);
+  Recorder rec(ctx);
+  rec.add(ops::refit_cg_begin(ctx, g_d, rhs_d, x_d, p_d, q_d, state, n));
+  rec.run();
+  double last = objective(x);
+  for (std::uint32_t it = 0; it < iterations; ++it) {
+    q_d.upload(to_f32(times_g(to_f64(p_d.download<float>()))));
+    rec.add(ops::refit_cg_step(ctx, g_d, rhs_d, x_d, p_d, q_d, state, n));
+    rec.run();
+    const double now = objective(to_f64(x_d.download<float>()));
+    CHECK(now <= last + 1e-6 * std::abs(last));
+    last = now;
+  }
+  const std::vector<float> got = x_d.download<float>();
+  CHECK(vkt::rel_error(got, want) < 1e-4);
+  // a converged state: further steps change nothing (p·q or rz no longer > 0)
+  std::vector<float> zero_res(ops::refit_cg_state_floats(n), 0.0f);
+  state.upload(zero_res);
+  rec.add(ops::refit_cg_step(ctx, g_d, rhs_d, x_d, p_d, q_d, state, n));
+  rec.run();
+  CHECK(x_d.download<float>() == got);
+}
+
+GPU_TEST("the refit kernels refuse bad shapes and buffers, naming themselves", "[fit][gpu_refit][errors]") {
+  Buffer small = ctx.buffer(64), big = ctx.buffer(1 << 20), big2 = ctx.buffer(1 << 20), big3 = ctx.buffer(1 << 20);
+  Buffer bits = ctx.buffer(1 << 16), h = ctx.buffer(1 << 16);
+  CHECK_THROWS_WITH(ops::refit_u_rows(ctx, big, big2, big3, bits, h, 8, 48),
+                    ContainsSubstring("refit_u_rows") && ContainsSubstring("48"));
+  CHECK_THROWS_WITH(ops::refit_u_rows(ctx, small, big2, big3, bits, h, 8, 32),
+                    ContainsSubstring("refit_u_rows") && ContainsSubstring("p holds 64 bytes"));
+  CHECK_THROWS_WITH(ops::refit_u_rows(ctx, big, big2, big3, bits, bits, 8, 32),
+                    ContainsSubstring("refit_u_rows") && ContainsSubstring("same buffer"));
+  const std::uint32_t huge_rank = 32 * ((ctx.caps().max_shared_memory / 12) / 32 + 1);
+  Buffer huge = ctx.buffer(std::uint64_t{huge_rank} * huge_rank * 4);
+  CHECK_THROWS_WITH(ops::refit_v_rows(ctx, big, huge, big2, big3, bits, {8, 0, 1}, huge_rank, small, h, big2),
+                    ContainsSubstring("refit_v_rows") && ContainsSubstring("shared memory"));
+  CHECK_THROWS_WITH(ops::refit_v_rows(ctx, big, big2, big3, h, bits, {8, 4, 5}, 32, small, h, big2),
+                    ContainsSubstring("refit_v_rows") && ContainsSubstring("rows 4..9 of a bitmap of 8"));
+  CHECK_THROWS_WITH(ops::refit_hadamard(ctx, big, big, 16), ContainsSubstring("refit_hadamard"));
+  CHECK_THROWS_WITH(ops::refit_cg_step(ctx, big, big2, big3, bits, h, small, 100),
+                    ContainsSubstring("refit_cg_step") && ContainsSubstring("state"));
+}
+
