@@ -1,5 +1,6 @@
 // vkblr-fit's GPU refit: its kernels against f64 host references of the
-// host refit's steps (refit.cpp) on real layers.
+// host refit's steps (refit.cpp) on real layers, and the host choice of an
+// S_V block's rows.
 #include <algorithm>
 #include <bit>
 #include <catch2/catch_test_macros.hpp>
@@ -12,6 +13,7 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/refit/block_choice.hpp"
 #include "vkblr-fit/sign_bits.hpp"
 #include "vkblr-fit/synthetic.hpp"
 #include "vkblr/ops/refit.hpp"
@@ -515,6 +517,68 @@ GPU_TEST("refit_cg_begin and refit_cg_step are Jacobi-preconditioned CG, lowerin
   rec.add(ops::refit_cg_step(ctx, g_d, rhs_d, x_d, p_d, q_d, state, n));
   rec.run();
   CHECK(x_d.download<float>() == got);
+}
+
+// ---- the host choice of an S_V block's rows -------------------------------
+
+TEST_CASE("block choice: rows that do not interact are all kept", "[fit][gpu_refit]") {
+  const std::vector<double> own = {-1.0, 0.0, -2.5, -0.5};
+  const std::vector<double> cross(16, 0.0);
+  const BlockChoice c = choose_block_rows(own, cross);
+  CHECK(c.accept == std::vector<std::uint32_t>{1, 0, 1, 1});
+  CHECK(c.accepted == 3);
+  CHECK_THAT(c.delta, WithinRel(-4.0, 1e-12));
+}
+
+TEST_CASE("block choice: rows that undo each other keep only the better one", "[fit][gpu_refit]") {
+  // rows 0 and 1 alone: -1 and -2; together +3 (cross 3 each way): keep row 1
+  const std::vector<double> own = {-1.0, -2.0};
+  const std::vector<double> cross = {0.0, 3.0, 3.0, 0.0};
+  const BlockChoice c = choose_block_rows(own, cross);
+  CHECK(c.accept == std::vector<std::uint32_t>{0, 1});
+  CHECK(c.delta == -2.0);
+  // one row: kept when it lowers the loss
+  CHECK(choose_block_rows(std::vector<double>{-0.25}, std::vector<double>{7.0}).accepted == 1);
+  CHECK(choose_block_rows(std::vector<double>{0.0}, std::vector<double>{0.0}).accepted == 0);
+}
+
+TEST_CASE("block choice never accepts a positive ΔL, whatever the cross terms", "[fit][gpu_refit]") {
+  vkt::Rng rng(23);
+  std::size_t kept_several = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t rows = 1 + rng.below(14);
+    std::vector<double> own(rows), cross(rows * rows);
+    for (double& v : own) v = rng.below(5) == 0 ? 0.0 : -std::abs(rng.normal());
+    const double bias = 0.5 * rng.normal();  // some trials cooperate, others fight
+    for (double& v : cross) v = bias + 0.6 * rng.normal();
+    const BlockChoice c = choose_block_rows(own, cross);
+    const double delta = block_delta(own, cross, c.accept);
+    CAPTURE(trial, rows);
+    CHECK(delta <= 1e-12);
+    CHECK(std::abs(delta - c.delta) <= 1e-12 * (1 + std::abs(delta)));
+    double best_single = 0;
+    for (std::size_t a = 0; a < rows; ++a) {
+      best_single = std::min(best_single, own[a]);
+      if (own[a] == 0) CHECK(c.accept[a] == 0);  // nothing to commit
+    }
+    CHECK(c.delta <= best_single + 1e-12);
+    // no single removal improves it
+    for (std::size_t a = 0; a < rows; ++a) {
+      if (c.accept[a] == 0) continue;
+      std::vector<std::uint32_t> fewer = c.accept;
+      fewer[a] = 0;
+      CHECK(block_delta(own, cross, fewer) >= c.delta - 1e-12);
+    }
+    kept_several += c.accepted > 1 ? 1 : 0;
+  }
+  CHECK(kept_several > 50);
+}
+
+TEST_CASE("block choice refuses sizes that do not match", "[fit][gpu_refit][errors]") {
+  CHECK_THROWS_WITH(choose_block_rows(std::vector<double>(3), std::vector<double>(8)),
+                    ContainsSubstring("block choice") && ContainsSubstring("8"));
+  CHECK_THROWS_WITH(block_delta(std::vector<double>(2), std::vector<double>(4), std::vector<std::uint32_t>(3)),
+                    ContainsSubstring("block choice") && ContainsSubstring("3"));
 }
 
 GPU_TEST("the refit kernels refuse bad shapes and buffers, naming themselves", "[fit][gpu_refit][errors]") {
