@@ -44,4 +44,18 @@ std::vector<double> download_matrix(const DeviceMatrix& m);
 Dispatch product(Context& ctx, const DeviceMatrix& a, bool trans_a, const DeviceMatrix& b, bool trans_b,
                  const DeviceMatrix& out, float alpha = 1.0f, bool accumulate = false);
 
+// Rows [row0, row0 + rows) of a device matrix: a block of it as an operand
+// or output of product() (addressed by offsets, no copy).
+struct RowBlock {
+  const DeviceMatrix* matrix = nullptr;
+  std::uint32_t row0 = 0, rows = 0;
+};
+// All of `m`'s rows, or rows [row0, row0 + rows); throws vkblr::Error past its end.
+RowBlock all_rows(const DeviceMatrix& m);
+RowBlock row_block(const DeviceMatrix& m, std::uint32_t row0, std::uint32_t rows);
+
+// product() on row blocks: op(a) is the block [rows][cols] or its transpose.
+Dispatch product(Context& ctx, const RowBlock& a, bool trans_a, const RowBlock& b, bool trans_b, const RowBlock& out,
+                 float alpha = 1.0f, bool accumulate = false);
+
 }  // namespace vkblr::fit
