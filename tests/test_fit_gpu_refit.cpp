@@ -1,6 +1,7 @@
 // vkblr-fit's GPU refit: its kernels against f64 host references of the
-// host refit's steps (refit.cpp) on real layers, and the host choice of an
-// S_V block's rows.
+// host refit's steps (refit.cpp) on real layers, the host choice of an S_V
+// block's rows, conjugate gradients, and the whole refit against the host
+// refit (refit.hpp) with the exact f64 training error after every sweep.
 #include <algorithm>
 #include <bit>
 #include <catch2/catch_test_macros.hpp>
@@ -9,11 +10,18 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/host_lapack.hpp"
+#include "vkblr-fit/refit.hpp"
 #include "vkblr-fit/refit/block_choice.hpp"
+#include "vkblr-fit/refit/device_cg.hpp"
+#include "vkblr-fit/refit/device_refit.hpp"
+#include "vkblr-fit/refit/gpu_refit.hpp"
 #include "vkblr-fit/sign_bits.hpp"
 #include "vkblr-fit/synthetic.hpp"
 #include "vkblr/ops/refit.hpp"
@@ -601,3 +609,196 @@ GPU_TEST("the refit kernels refuse bad shapes and buffers, naming themselves", "
                     ContainsSubstring("refit_cg_step") && ContainsSubstring("state"));
 }
 
+// ---- the whole refit (f32 GEMMs on the device) -----------------------------
+
+namespace {
+
+// The case's W, C (f32) and tr(W·C·Wᵀ) on the device.
+struct DeviceInputs {
+  DeviceMatrix w, c;
+  double w_c_w = 0;
+};
+
+DeviceInputs device_inputs(Context& ctx, const RefitCase& rc) {
+  MatrixF64 w(rc.w.rows, rc.w.cols);
+  for (std::size_t i = 0; i < w.values.size(); ++i) w.values[i] = rc.w.values[i];
+  const MatrixF64 wc = matmul(w, rc.c);
+  double w_c_w = 0;
+  for (std::size_t i = 0; i < w.values.size(); ++i) w_c_w += wc.values[i] * w.values[i];
+  const auto rows = static_cast<std::uint32_t>(w.rows), cols = static_cast<std::uint32_t>(w.cols);
+  return {upload_matrix(ctx, w.values, rows, cols, "test.w"), upload_matrix(ctx, rc.c.values, cols, cols, "test.c"),
+          w_c_w};
+}
+
+double host_error(const RefitCase& rc, const std::vector<BlrPathInit>& paths) {
+  return training_output_errors(rc.w, rc.x, rc.shape, std::span(&paths, 1))[0];
+}
+
+}  // namespace
+
+GPU_TEST("the GPU refit's exact training error is the host's f64 one", "[fit][gpu_refit]") {
+  for (const double decay : {1.0, 0.0}) {
+    const RefitCase rc = make_case({128, 96, 32, 2}, decay, 41);
+    const DeviceInputs in = device_inputs(ctx, rc);
+    DeviceRefit refit(ctx, in.w, in.c, in.w_c_w, rc.shape, rc.paths);
+    CHECK_THAT(refit.train_error(), WithinRel(host_error(rc, rc.paths), 1e-5));
+    CHECK(refit.paths()[1].bits_v == rc.paths[1].bits_v);
+  }
+}
+
+GPU_TEST("the GPU refit's S_V step with blocks of one row makes the host refit's sequential decisions",
+         "[fit][gpu_refit]") {
+  const RefitCase rc = make_case({128, 96, 32, 2}, 1.0, 43);
+  const DeviceInputs in = device_inputs(ctx, rc);
+  const std::uint32_t m = rc.shape.m, n = rc.shape.n, r = rc.shape.rank;
+  DeviceRefit refit(ctx, in.w, in.c, in.w_c_w, rc.shape, rc.paths, {.block_rows = 1, .block_rounds = 1});
+  refit.refit_u(0);
+  RefitCase after_u = rc;
+  after_u.paths = refit.paths();
+  const VStepStats stats = refit.refit_v(0);
+  const std::vector<BlrPathInit> got = refit.paths();
+
+  // the host's refit_v from the same state, f64
+  const BlrPathInit& path = after_u.paths[0];
+  const MatrixF64 a = scaled(signs(path.bits_u, m, r), path.h, path.l);
+  const MatrixF64 qa = matmul(transpose(a), a);
+  MatrixF64 sv = signs(path.bits_v, n, r);
+  MatrixF64 ft = matmul(scaled(sv, path.g, {}), qa);
+  const MatrixF64 ra = matmul(transpose(residual(after_u, 0)), a);
+  for (std::size_t i = 0; i < ft.values.size(); ++i) ft.values[i] -= ra.values[i];
+  MatrixF64 cft = matmul(rc.c, ft);  // E[k][j] = g_j·cft[j][k], kept current
+  Margin margin;
+  std::size_t changed_rows = 0;
+  for (std::uint32_t j = 0; j < n; ++j) {
+    std::vector<double> s(r), e(r);
+    for (std::uint32_t k = 0; k < r; ++k) {
+      s[k] = sv(j, k);
+      e[k] = path.g[j] * cft(j, k);
+    }
+    const double kjj = double(path.g[j]) * path.g[j] * rc.c(j, j);
+    if (reference_v_row(s, e, kjj, qa, margin) == 0) continue;
+    ++changed_rows;
+    // cft += C[:, j]·g_j·(s_new − s_old)·QA
+    std::vector<double> dqa(r, 0.0);
+    for (std::uint32_t k = 0; k < r; ++k) {
+      const double d = path.g[j] * (s[k] - sv(j, k));
+      if (d == 0) continue;
+      for (std::uint32_t c = 0; c < r; ++c) dqa[c] += d * qa(k, c);
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t c = 0; c < r; ++c) cft(i, c) += rc.c(i, j) * dqa[c];
+    }
+    for (std::uint32_t k = 0; k < r; ++k) sv(j, k) = s[k];
+  }
+  INFO("rows changed " << changed_rows << ", closest decision " << margin.worst);
+  REQUIRE(margin.worst > kDecisive);
+  CHECK(changed_rows > n / 4);
+  CHECK(stats.rows_changed == changed_rows);
+  CHECK(stats.rows_rejected == 0);
+  CHECK(got[0].bits_v == pack_signs(std::span<const double>(sv.values), n, r));
+  CHECK(got[0].bits_u == after_u.paths[0].bits_u);
+  CHECK(got[1].bits_v == rc.paths[1].bits_v);
+}
+
+GPU_TEST("conjugate gradients on the device: the exact solve, and never a higher objective", "[fit][gpu_refit]") {
+  const std::uint32_t n = 64;
+  vkt::Rng rng(29);
+  MatrixF64 b(n, n), g(n, n);
+  for (double& v : b.values) v = rng.normal();
+  g = matmul(b, transpose(b));
+  for (std::uint32_t i = 0; i < n; ++i) g(i, i) += 0.5 * n * (1 + i % 5);
+  g = through_f32(g);
+  std::vector<double> rhs(n), x0(n);
+  for (double& v : rhs) v = static_cast<float>(rng.normal());
+  for (double& v : x0) v = static_cast<float>(rng.normal() / n);  // the size of the solution: a warm start
+  const std::vector<double> exact = solve_ridged(g.values, rhs, n, 0.0);
+  REQUIRE(exact.size() == n);
+  const auto objective = [&](const std::vector<float>& v) {
+    double f = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      double gv = 0;
+      for (std::uint32_t j = 0; j < n; ++j) gv += g(i, j) * v[j];
+      f += 0.5 * v[i] * gv - rhs[i] * v[i];
+    }
+    return f;
+  };
+  const DeviceMatrix g_d = upload_matrix(ctx, g.values, n, n, "test.g"), rhs_d = upload_matrix(ctx, rhs, n, 1, "b");
+  DeviceMatrix x = device_matrix(ctx, n, 1, "test.x");
+  CgWork work(ctx, n);
+  double last = objective(std::vector<float>(x0.begin(), x0.end()));
+  std::vector<float> got;
+  for (const std::uint32_t iterations : {1u, 2u, 3u, 5u, 8u, 13u, 40u}) {
+    upload_values(x, x0);
+    Recorder rec(ctx);
+    record_cg(ctx, rec, g_d, rhs_d, x, work, iterations);
+    rec.run();
+    got = x.buffer.download<float>(n);
+    const double now = objective(got);
+    CAPTURE(iterations);
+    CHECK(now <= last + 1e-7 * std::abs(last));
+    last = now;
+  }
+  CHECK(vkt::rel_error(got, exact) < 1e-5);
+  Recorder unused(ctx);
+  CHECK_THROWS_WITH(record_cg(ctx, unused, g_d, g_d, x, work, 3), ContainsSubstring("conjugate gradients"));
+}
+
+GPU_TEST("the GPU refit: no sweep raises the f64 training error, and 4 sweeps reach the host refit's",
+         "[fit][gpu_refit]") {
+  for (const LayerShape shape : {LayerShape{128, 96, 32, 2}, LayerShape{256, 192, 64, 2}}) {
+    for (const double decay : {1.0, 0.0}) {
+      const RefitCase rc = make_case(shape, decay, 51 + shape.rank);
+      const DeviceInputs in = device_inputs(ctx, rc);
+      std::vector<BlrPathInit> host = rc.paths, gpu = rc.paths;
+      double last = host_error(rc, gpu);
+      const double init = last;
+      std::string trace = "init " + std::to_string(init);
+      for (int sweep = 0; sweep < 4; ++sweep) {
+        refit_paths(rc.w, rc.x, shape, host, {.sweeps = 1});
+        const GpuRefitStats s = gpu_refit_paths(ctx, in.w, in.c, in.w_c_w, shape, gpu, {.sweeps = 1});
+        const double now = host_error(rc, gpu);
+        REQUIRE(s.train_error.size() == 2);
+        CHECK_THAT(s.train_error[0], WithinRel(last, 1e-4));
+        if (s.sweeps_kept == 1) CHECK_THAT(s.train_error[1], WithinRel(now, 1e-4));
+        CHECK(now <= last * (1 + 1e-6));
+        trace += "; sweep " + std::to_string(sweep) + ": gpu " + std::to_string(now) + " host " +
+                 std::to_string(host_error(rc, host));
+        last = now;
+      }
+      const double host_final = host_error(rc, host);
+      INFO(shape.m << "x" << shape.n << " r " << shape.rank << ", activation decay " << decay << ": " << trace);
+      CHECK(last < 0.9 * init);
+      CHECK(last <= 1.03 * host_final);
+    }
+  }
+}
+
+GPU_TEST("the GPU refit is deterministic; 0 sweeps change nothing; bad inputs are refused", "[fit][gpu_refit]") {
+  const RefitCase rc = make_case({128, 96, 32, 2}, 1.0, 61);
+  const DeviceInputs in = device_inputs(ctx, rc);
+  std::vector<BlrPathInit> a = rc.paths, b = rc.paths, none = rc.paths;
+  const GpuRefitStats sa = gpu_refit_paths(ctx, in.w, in.c, in.w_c_w, rc.shape, a, {.sweeps = 2});
+  const GpuRefitStats sb = gpu_refit_paths(ctx, in.w, in.c, in.w_c_w, rc.shape, b, {.sweeps = 2});
+  CHECK(sa.train_error == sb.train_error);
+  CHECK(sa.sign_changes == sb.sign_changes);
+  CHECK(sa.sign_changes > 0);
+  for (std::size_t p = 0; p < a.size(); ++p) {
+    CHECK(a[p].bits_u == b[p].bits_u);
+    CHECK(a[p].bits_v == b[p].bits_v);
+    CHECK(a[p].h == b[p].h);
+    CHECK(a[p].l == b[p].l);
+    CHECK(a[p].g == b[p].g);
+  }
+  const GpuRefitStats s0 = gpu_refit_paths(ctx, in.w, in.c, in.w_c_w, rc.shape, none, {.sweeps = 0});
+  CHECK(s0.train_error.empty());
+  CHECK(none[0].bits_u == rc.paths[0].bits_u);
+  CHECK(none[1].g == rc.paths[1].g);
+
+  CHECK_THROWS_WITH(gpu_refit_paths(ctx, in.c, in.c, in.w_c_w, rc.shape, none),
+                    ContainsSubstring("GPU refit") && ContainsSubstring("W is 96×96"));
+  CHECK_THROWS_WITH(gpu_refit_paths(ctx, in.w, in.w, in.w_c_w, rc.shape, none),
+                    ContainsSubstring("GPU refit") && ContainsSubstring("C is 128×96"));
+  CHECK_THROWS_WITH(gpu_refit_paths(ctx, in.w, in.c, 0.0, rc.shape, none), ContainsSubstring("GPU refit"));
+  std::vector<BlrPathInit> one = {rc.paths[0]};
+  CHECK_THROWS_WITH(gpu_refit_paths(ctx, in.w, in.c, in.w_c_w, rc.shape, one), ContainsSubstring("GPU refit"));
+}
