@@ -4,26 +4,18 @@
 #ifndef VKBLR_SIGN_COMMON_GLSL
 #define VKBLR_SIGN_COMMON_GLSL
 
+#include "lowbias32.h"
+
 // Stream ids of the stored values (the generator's last input).
 #define SIGN_FIELD_W 0u
 #define SIGN_FIELD_M 1u
 #define SIGN_FIELD_V 2u
 
-// A bijective 32-bit integer mix (Wellons' "lowbias32").
-uint sign_mix(uint h) {
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  h ^= h >> 16;
-  return h;
-}
-
 // The random word of one stored value: counter-based, so any element of any
-// step can be drawn on its own. key = sign_mix(sign_mix(sign_mix(seed_lo) ^
-// seed_hi) ^ matrix_id) comes from the host; t = the step (0 at init).
+// step can be drawn on its own. key = lowbias32(lowbias32(lowbias32(seed_lo)
+// ^ seed_hi) ^ matrix_id) comes from the host; t = the step (0 at init).
 uint sign_random(uint key, uint t, uint i, uint field) {
-  return sign_mix(sign_mix(sign_mix(key ^ t) ^ i) ^ field);
+  return lowbias32(lowbias32(lowbias32(key ^ t) ^ i) ^ field);
 }
 
 // x rounded to bf16 stochastically: the low 16 bits of the word `rnd` are

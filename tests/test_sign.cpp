@@ -24,6 +24,7 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/random_ref.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 #include "vkblr/sign.hpp"
@@ -36,18 +37,10 @@ namespace {
 constexpr std::uint32_t kRows = 256, kR = 128, kN = kRows * kR;
 constexpr std::uint32_t kFactRows = 64;  // VKBLR_SIGN_FACT_ROWS
 
-// glsl/sign_common.glsl's generator and rounding, written again.
-std::uint32_t mix32(std::uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  h ^= h >> 16;
-  return h;
-}
-std::uint32_t stream_key(std::uint64_t seed, std::uint32_t id) {
-  return mix32(mix32(mix32(static_cast<std::uint32_t>(seed)) ^ static_cast<std::uint32_t>(seed >> 32)) ^ id);
-}
+// glsl/sign_common.glsl's generator and rounding, written again
+// (support/random_ref.hpp: the hash and the stream key).
+using vkt::mix32;
+using vkt::stream_key;
 std::uint32_t random_word(std::uint32_t key, std::uint32_t t, std::uint32_t i, std::uint32_t field) {
   return mix32(mix32(mix32(key ^ t) ^ i) ^ field);
 }

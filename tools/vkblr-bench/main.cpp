@@ -2,6 +2,8 @@
 //
 //   vkblr-bench gemm [--shape MxNxK]... [--mode plane,bits_n,bits_t,plain]
 //                    [--tile bm,bn,bk,wm,wn,stages[,prefetch]]... [--reps N] [--warmup N] [--check] [--stats]
+//   vkblr-bench gemm-f32 [--shape MxNxK]... [--ta] [--tb] [--tile bm,bn,bk,tm,tn]... [--reps N] [--warmup N]
+//                    [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
@@ -12,12 +14,14 @@
 // median over reps of the GPU time is reported (docs/benchmarks.md).
 // `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
+#include "gemm_f32_bench.hpp"
 #include "train_bench.hpp"
 
 namespace {
@@ -43,6 +47,17 @@ vkblr::GemmTile parse_tile(const std::string& s, vkblr::GemmKernel kernel) {
   }
   if (!ok) {
     throw CLI::ValidationError("--tile", "expected bm,bn,bk,wm,wn,stages[,prefetch], got " + s);
+  }
+  return t;
+}
+
+vkblr::ops::GemmF32Tile parse_f32_tile(const std::string& s) {
+  vkblr::ops::GemmF32Tile t;
+  char c[4] = {};
+  std::istringstream in(s);
+  in >> t.bm >> c[0] >> t.bn >> c[1] >> t.bk >> c[2] >> t.tm >> c[3] >> t.tn;
+  if (in.fail() || !(in >> std::ws).eof() || std::count(c, c + 4, ',') != 4) {
+    throw CLI::ValidationError("--tile", "expected bm,bn,bk,tm,tn, got " + s);
   }
   return t;
 }
@@ -77,6 +92,18 @@ int main(int argc, char** argv) {
   gemm->add_flag("--stats", gopt.stats,
                  "the driver's compiler statistics of each GEMM kernel (registers, spills; "
                  "VK_KHR_pipeline_executable_properties)");
+
+  CLI::App* gemm_f32 =
+      app.add_subcommand("gemm-f32", "f32 GEMM rates (default: the shapes of vkblr-fit's init on an LLM MLP layer)");
+  std::vector<std::string> f32_shapes, f32_tiles;
+  bench::GemmF32BenchOptions fopt;
+  gemm_f32->add_option("--shape", f32_shapes, "MxNxK: out[M][N] = op(A)[M][K]·op(B)[K][N] (repeatable)");
+  gemm_f32->add_flag("--ta", fopt.trans_a, "A stored transposed ([K][M])");
+  gemm_f32->add_flag("--tb", fopt.trans_b, "B stored transposed ([N][K])");
+  gemm_f32->add_option("--tile", f32_tiles, "bm,bn,bk,tm,tn (repeatable; default: the library's choice)");
+  gemm_f32->add_option("--reps", fopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  gemm_f32->add_option("--warmup", fopt.warmup, "untimed runs of the whole batch first");
+  gemm_f32->add_flag("--check", fopt.check, "compare 256 sampled outputs of each case with an f64 host product");
 
   CLI::App* blr = app.add_subcommand("blr", "blr layer step times (forward + backward + sign gradients)");
   std::vector<std::string> cases;
@@ -121,6 +148,16 @@ int main(int argc, char** argv) {
       const auto results = bench::run_gemm_bench(ctx, gopt);
       report["gemm"] = nlohmann::json::array();
       for (const auto& r : results) report["gemm"].push_back(bench::to_json(r));
+    }
+    if (gemm_f32->parsed()) {
+      // Y = W·Ω, the Gram YᵀY (with --ta), Y·R⁻¹ at m = 4096, n = 14336, l = 1600
+      if (f32_shapes.empty()) f32_shapes = {"4096x1600x14336", "1600x1600x4096", "4096x1600x1600"};
+      for (const auto& s : f32_shapes) fopt.shapes.push_back(parse_shape(s));
+      for (const auto& t : f32_tiles) fopt.tiles.push_back(parse_f32_tile(t));
+      fopt.quiet = json;
+      const auto results = bench::run_gemm_f32_bench(ctx, fopt);
+      report["gemm_f32"] = nlohmann::json::array();
+      for (const auto& r : results) report["gemm_f32"].push_back(bench::to_json(r));
     }
     if (blr->parsed()) {
       if (cases.empty()) {

@@ -1,4 +1,5 @@
-// vkblr/ops.hpp — builders of the elementwise, staging and reduction ops.
+// vkblr/ops.hpp — builders of the elementwise, staging and reduction ops,
+// the f32 GEMM and the Gaussian fill.
 //
 // Each builder checks its arguments (shapes, buffer sizes) and returns the
 // Dispatch (or Ops) that computes the op; record it with a Recorder. Bad
@@ -11,8 +12,11 @@
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/dense.hpp"
 #include "vkblr/ops/expand.hpp"
+#include "vkblr/ops/expand_f32.hpp"
+#include "vkblr/ops/gemm_f32.hpp"
 #include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/probe.hpp"
+#include "vkblr/ops/random.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
 #include "vkblr/ops/train.hpp"

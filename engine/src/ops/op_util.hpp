@@ -3,6 +3,7 @@
 // the op and the value.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -49,6 +50,29 @@ inline void need_bytes(const char* op, const char* what, const Buffer& b, std::u
 // Every element count a kernel indexes must stay below 2^32.
 inline void elements_fit(const char* op, std::uint64_t n) {
   require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
+}
+
+// Binds the 4-byte elements [first, first + count) of `b` to `slot` of `d`
+// (checking `b` holds them) and returns `first` relative to the bound range,
+// for the kernel's push constants. The range starts at the last offset at or
+// before `first` that the device's storage-buffer alignment allows, so a
+// block far into a large buffer binds only the bytes the kernel reads (the
+// Recorder's hazards are those bytes) and the kernel's 32-bit indices count
+// from there: the relative end must stay below 2^32 elements. Views must sit
+// at aligned offsets (Buffer::view).
+inline std::uint32_t bind_elements(const Context& ctx, Dispatch& d, const char* op, const char* what,
+                                   std::uint32_t slot, const Buffer& b, Access access, std::uint64_t first,
+                                   std::uint64_t count) {
+  require(first <= std::numeric_limits<std::uint64_t>::max() / 4 - count, "{}: {} offset {} is out of range", op,
+          what, first);
+  const std::uint64_t align = std::max<std::uint64_t>(ctx.caps().min_storage_buffer_offset_alignment, 4);
+  const std::uint64_t start = first * 4 / align * align;
+  const std::uint64_t relative = first - start / 4;
+  require(relative + count <= std::numeric_limits<std::uint32_t>::max(),
+          "{}: {} spans {} elements, beyond 32-bit indexing", op, what, relative + count);
+  need_bytes(op, what, b, (first + count) * 4);
+  d.bind(slot, b, access, start, (first + count) * 4 - start);
+  return static_cast<std::uint32_t>(relative);
 }
 
 // A dispatch of kernel `id` (constants by id 0, 1, ... in order).

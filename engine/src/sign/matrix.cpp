@@ -41,7 +41,7 @@ SignOpt sign_opt_from_string(const std::string& name) {
 
 SignMatrix::SignMatrix(Context& ctx, const Buffer& bits, std::uint32_t rows, std::uint32_t r, const SignInit& init,
                        std::uint32_t matrix_id)
-    : rows_(rows), r_(r), id_(matrix_id), key_(stream_key(init.seed, matrix_id)), init_(init), bits_(&bits) {
+    : rows_(rows), r_(r), id_(matrix_id), key_(shader::stream_key(init.seed, matrix_id)), init_(init), bits_(&bits) {
   dim(kInit, "rows", rows);
   dim(kInit, "r", r);
   require(r % 32 == 0, "{}: r = {} is not a multiple of 32", kInit, r);

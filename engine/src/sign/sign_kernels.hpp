@@ -1,10 +1,11 @@
 // sign_kernels.hpp — what the sign optimizer's sources share: the binding
 // slots of the sign_*.comp kernels (one numbering for the family), the push
-// constants and the stochastic-rounding stream key.
+// constants and the stochastic-rounding stream key (glsl/lowbias32.h).
 #pragma once
 
 #include <cstdint>
 
+#include "lowbias32.h"
 #include "sign.h"
 
 namespace vkblr::detail::sign {
@@ -29,20 +30,5 @@ enum Slot : std::uint32_t {
   kBits0 = 13,
   kTies = 14,
 };
-
-// sign_mix of glsl/sign_common.glsl.
-constexpr std::uint32_t mix(std::uint32_t h) noexcept {
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  h ^= h >> 16;
-  return h;
-}
-
-// The key of a matrix's stochastic-rounding stream (sign_random's first input).
-constexpr std::uint32_t stream_key(std::uint64_t seed, std::uint32_t matrix_id) noexcept {
-  return mix(mix(mix(static_cast<std::uint32_t>(seed)) ^ static_cast<std::uint32_t>(seed >> 32)) ^ matrix_id);
-}
 
 }  // namespace vkblr::detail::sign

@@ -11,14 +11,21 @@
 // elements from the start of each buffer, so blocks of larger matrices are
 // addressed without views. All f32.
 //
-// Every output is alpha·(Σ_{k ascending} a·b, an fma chain in f32), then
-// added to out when accumulating: the same bits whatever the tile or grid,
-// for any m, n, k >= 1 (edges are bounds-checked). out must not overlap A
-// or B. Bad shapes or buffers too small throw vkblr::Error naming
-// "gemm_f32" and the value.
+// Every output is one chain over k ascending from +0 of the device's f32
+// fma() (fused on a GPU with an fma instruction; a rounded product then a
+// rounded sum on lavapipe), then alpha·sum, then out + that when
+// accumulating: the same bits whatever the tile or grid on one device, for
+// any m, n, k >= 1 (edges are bounds-checked). Leading dimensions must be at least the stored row
+// length (k or m for A, n or k for B, n for out). Each block must span
+// fewer than 2^32 elements from its first (blocks far into large buffers
+// are bound from an aligned offset near their first element). out's span
+// (first to last element) must not overlap A's or B's in the same buffer;
+// A and B may be the same (a Gram matrix AᵀA). Bad shapes or buffers too
+// small throw vkblr::Error naming "gemm_f32" and the value.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
@@ -35,6 +42,23 @@ struct GemmF32 {
   bool accumulate = false;  // out += alpha·op(A)·op(B)
 };
 
-Dispatch gemm_f32(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, const GemmF32& shape);
+// A workgroup tile: BM × BN outputs over K tiles of BK, each invocation
+// TM × TN of them, (BM/TM)·(BN/TN) invocations. tm and tn are 4 or 8.
+struct GemmF32Tile {
+  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
+  std::string to_string() const;  // "bm,bn,bk,tm,tn"
+};
+
+// The tile vkblr uses for an m × n output on this device: large tiles on
+// discrete GPUs (128×128 where the output has many of them, else 64×64),
+// 32×32 elsewhere (lavapipe). VKBLR_GEMM_F32_TILE="bm,bn,bk,tm,tn" overrides it.
+GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n);
+// Throws Error when `tile` cannot run on this device (shapes, invocations,
+// shared memory), naming the broken rule.
+void check_gemm_f32_tile(const Context& ctx, const GemmF32Tile& tile);
+
+// `tile` = nullptr: gemm_f32_tile_for. Any tile gives the same bits.
+Dispatch gemm_f32(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, const GemmF32& shape,
+                  const GemmF32Tile* tile = nullptr);
 
 }  // namespace vkblr::ops

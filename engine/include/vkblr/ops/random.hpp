@@ -1,13 +1,21 @@
-// vkblr/ops/random.hpp — Gaussian random numbers on the device, the same
-// for a seed whatever the device, grid or dispatch (counter-based: element
-// i depends only on (seed, stream, i)).
+// vkblr/ops/random.hpp — Gaussian random numbers on the device,
+// counter-based: element i depends only on (seed, stream, i), so a draw is
+// the same whatever the grid, the dispatch or the count it was made with.
 //
-// Draw i: two 32-bit words w0 = mix(key ^ 2i), w1 = mix(key ^ (2i + 1))
-// (key from seed and stream; mix = the "lowbias32" integer hash the sign
-// optimizer uses, docs/sign-optimizer.md), uniforms u = (w >> 8) + 0.5
-// times 2^-24 in (0, 1), then Box–Muller: √(−2 ln u0) · cos(2π u1).
-// gaussian_reference() computes the same draw on the host in f64; the
-// device's f32 log/cos differ from it by a few ulp.
+// Draw i: two 32-bit words w_j = mix(mix(2i + j) ^ key), j = 0, 1, with
+// key = mix(mix(mix(seed_lo) ^ seed_hi) ^ stream) and mix the "lowbias32"
+// integer hash the sign optimizer uses (docs/sign-optimizer.md); uniforms
+// u_j = ((w_j >> 9) + 0.5) · 2^-23, exact in f32 and inside (0, 1); then
+// Box–Muller: √(−2 ln u0) · cos(2π u1), so |draw| < 5.8. The counter is
+// hashed before the key enters: two streams' draws are unrelated, where
+// mix(key ^ counter) would make every stream the draws of any other at
+// XOR-shifted indices.
+//
+// The device evaluates Box–Muller in f32 (−ln u0 by a series where u0 >
+// 15/16, the device's log elsewhere, its cos on (−π, π)): within
+// 1e-5 · max(1, |draw|) of gaussian_reference(), the same draw in f64,
+// where the device's log and cos are accurate to a few ulp (lavapipe's are;
+// Vulkan's minimum for cos is looser). Bit-identical on one device only.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +26,9 @@
 
 namespace vkblr::ops {
 
-// out f32 [count] at element `offset`: out[offset + i] = scale · draw i of
-// (seed, stream), i < count < 2^31.
+// out f32 at element `offset`: out[offset + i] = scale · draw i of
+// (seed, stream), for i < count, 1 <= count <= 2^31. Elements outside
+// [offset, offset + count) are not touched.
 Dispatch gaussian(Context& ctx, const Buffer& out, std::uint64_t count, std::uint64_t seed, std::uint32_t stream,
                   float scale = 1.0f, std::uint64_t offset = 0);
 
