@@ -198,9 +198,9 @@ double reference_v_row(std::vector<double>& s, std::vector<double> e, double kjj
 
 // ---- the row kernels ------------------------------------------------------
 
-// A row-kernel case whose reference decisions are all far from a tie
-// (closer than this, f32 and f64 may honestly disagree): the first seed
-// from `seed` that gives one.
+// The rows of a case are compared exactly when every decision of the
+// reference on them was this far from a tie (relative to the terms it
+// compared): closer than that, f32 and f64 may honestly disagree.
 constexpr double kDecisive = 2e-5;
 
 struct UCase {
@@ -208,12 +208,12 @@ struct UCase {
   MatrixF64 q, pm, qs;  // as uploaded (f32 values)
   MatrixF64 want_s;
   std::vector<double> want_h;
-  double margin = 0;
+  std::vector<double> row_margin;  // [m]
 };
 
 // The host refit's S_U step of path 0, row by row, on the case's P, Q, QS.
 UCase u_case(const LayerShape& shape, std::uint64_t seed) {
-  UCase u{make_case(shape, 1.0, seed), {}, {}, {}, {}, {}, 0};
+  UCase u{make_case(shape, 1.0, seed), {}, {}, {}, {}, {}, {}};
   const std::uint32_t m = shape.m, n = shape.n, r = shape.rank;
   const BlrPathInit& path = u.rc.paths[0];
   const MatrixF64 bt = scaled(signs(path.bits_v, n, r), path.g, path.l);  // diag(g)·S_V·diag(ℓ)
@@ -223,13 +223,13 @@ UCase u_case(const LayerShape& shape, std::uint64_t seed) {
   u.qs = through_f32(matmul(signs(path.bits_u, m, r), u.q));
   u.want_s = signs(path.bits_u, m, r);
   u.want_h.assign(path.h.begin(), path.h.end());
-  Margin margin;
   for (std::uint32_t i = 0; i < m; ++i) {
     std::vector<double> row(u.want_s.values.begin() + i * r, u.want_s.values.begin() + (i + 1) * r);
+    Margin margin;
     reference_u_row(row, u.want_h[i], &u.pm.values[i * r], u.q, &u.qs.values[i * r], margin);
     std::copy(row.begin(), row.end(), u.want_s.values.begin() + i * r);
+    u.row_margin.push_back(margin.worst);
   }
-  u.margin = margin.worst;
   return u;
 }
 
@@ -238,15 +238,15 @@ struct VCase {
   MatrixF64 qa, cft;  // as uploaded (f32 values)
   std::vector<float> c_diag;
   std::uint32_t row0 = 0, rows = 0;
-  MatrixF64 want_s;              // [rows][r]
-  std::vector<double> want_own;  // [rows]
-  double margin = 0;
+  MatrixF64 want_s;                // [rows][r]
+  std::vector<double> want_own;    // [rows]
+  std::vector<double> row_margin;  // [rows]
 };
 
 // The host refit's S_V descent of each row of a block of path 0, alone
 // against the same half-gradient.
 VCase v_case(const LayerShape& shape, std::uint64_t seed) {
-  VCase v{make_case(shape, 1.0, seed), {}, {}, {}, 8, shape.n - 13, {}, {}, 0};
+  VCase v{make_case(shape, 1.0, seed), {}, {}, {}, 8, shape.n - 13, {}, {}, {}};
   const std::uint32_t m = shape.m, n = shape.n, r = shape.rank;
   const BlrPathInit& path = v.rc.paths[0];
   const MatrixF64 a = scaled(signs(path.bits_u, m, r), path.h, path.l);
@@ -257,7 +257,6 @@ VCase v_case(const LayerShape& shape, std::uint64_t seed) {
   v.cft = through_f32(matmul(v.rc.c, ft));
   v.c_diag.resize(n);
   for (std::uint32_t j = 0; j < n; ++j) v.c_diag[j] = static_cast<float>(v.rc.c(j, j));
-  Margin margin;
   v.want_own.resize(v.rows);
   v.want_s = MatrixF64(v.rows, r);
   for (std::uint32_t jl = 0; jl < v.rows; ++jl) {
@@ -268,19 +267,23 @@ VCase v_case(const LayerShape& shape, std::uint64_t seed) {
       e[k] = static_cast<double>(path.g[j]) * v.cft(j, k);
     }
     const double kjj = double(path.g[j]) * double(path.g[j]) * double(v.c_diag[j]);
+    Margin margin;
     v.want_own[jl] = reference_v_row(row, e, kjj, v.qa, margin);
     std::copy(row.begin(), row.end(), v.want_s.values.begin() + jl * r);
+    v.row_margin.push_back(margin.worst);
   }
-  v.margin = margin.worst;
   return v;
 }
 
-template <class Make>
-auto decisive_case(const LayerShape& shape, std::uint64_t seed, Make make) {
-  for (std::uint64_t s = seed;; ++s) {
-    auto c = make(shape, s);
-    if (c.margin > kDecisive || s >= seed + 40) return c;
+// The rows of a case fit for an exact comparison; at least 90 % of them.
+std::vector<std::uint32_t> decisive_rows(const std::vector<double>& row_margin) {
+  std::vector<std::uint32_t> rows;
+  for (std::uint32_t i = 0; i < row_margin.size(); ++i) {
+    if (row_margin[i] > kDecisive) rows.push_back(i);
   }
+  INFO(rows.size() << " of " << row_margin.size() << " rows have no decision near a tie");
+  CHECK(rows.size() >= row_margin.size() * 9 / 10);
+  return rows;
 }
 
 }  // namespace
@@ -289,12 +292,9 @@ auto decisive_case(const LayerShape& shape, std::uint64_t seed, Make make) {
 
 GPU_TEST("refit_u_rows makes the host refit's S_U decisions and row scales", "[fit][gpu_refit]") {
   for (const LayerShape shape : {LayerShape{128, 96, 32, 2}, LayerShape{256, 192, 64, 2}}) {
-    const UCase u = decisive_case(shape, 21, u_case);
-    const std::uint32_t m = shape.m, r = shape.rank;
+    const UCase u = u_case(shape, 21 + shape.rank);
+    const std::uint32_t m = shape.m, r = shape.rank, words = r / 32;
     const BlrPathInit& path = u.rc.paths[0];
-    INFO(m << "x" << shape.n << " r " << r << ": closest decision " << u.margin);
-    REQUIRE(u.margin > kDecisive);  // no ΔL near 0: f32 and f64 must agree on every flip
-
     Buffer p_d = ctx.upload(narrow(u.pm)), q_d = ctx.upload(narrow(u.q)), qs_d = ctx.upload(narrow(u.qs));
     Buffer bits = ctx.upload(path.bits_u), h = ctx.upload(path.h);
     Recorder rec(ctx);
@@ -303,28 +303,28 @@ GPU_TEST("refit_u_rows makes the host refit's S_U decisions and row scales", "[f
     const std::vector<std::uint32_t> got_bits = bits.download<std::uint32_t>();
     const std::vector<float> got_h = h.download<float>();
     const std::vector<std::uint32_t> want_bits = pack_signs(std::span<const double>(u.want_s.values), m, r);
-    std::size_t flipped = 0;
-    for (std::size_t i = 0; i < want_bits.size(); ++i) flipped += std::popcount(want_bits[i] ^ path.bits_u[i]);
-    INFO("signs flipped by the reference: " << flipped);
-    CHECK(flipped > m);
-    CHECK(got_bits == want_bits);
+    std::size_t flipped = 0, wrong_rows = 0;
     double worst_h = 0;
-    for (std::uint32_t i = 0; i < m; ++i) worst_h = std::max(worst_h, std::abs(got_h[i] - u.want_h[i]) / u.want_h[i]);
+    for (const std::uint32_t i : decisive_rows(u.row_margin)) {
+      for (std::uint32_t w = 0; w < words; ++w) {
+        flipped += std::popcount(want_bits[i * words + w] ^ path.bits_u[i * words + w]);
+        wrong_rows += got_bits[i * words + w] != want_bits[i * words + w] ? 1 : 0;
+      }
+      worst_h = std::max(worst_h, std::abs(got_h[i] - u.want_h[i]) / u.want_h[i]);
+    }
+    INFO(m << "x" << shape.n << " r " << r << ": signs flipped by the reference " << flipped);
+    CHECK(flipped > m);
+    CHECK(wrong_rows == 0);
     CHECK(worst_h < 1e-5);
   }
 }
 
 GPU_TEST("refit_v_rows runs each row of a block as the host refit runs it alone", "[fit][gpu_refit]") {
   for (const LayerShape shape : {LayerShape{128, 96, 32, 2}, LayerShape{256, 192, 64, 2}}) {
-    const VCase v = decisive_case(shape, 31, v_case);
-    const std::uint32_t m = shape.m, n = shape.n, r = shape.rank, words = r / 32;
+    const VCase v = v_case(shape, 31 + shape.rank);
+    const std::uint32_t n = shape.n, r = shape.rank, words = r / 32;
     const std::uint32_t row0 = v.row0, rows = v.rows;
     const BlrPathInit& path = v.rc.paths[0];
-    const MatrixF64& want_s = v.want_s;
-    const std::vector<double>& want_own = v.want_own;
-    INFO(m << "x" << n << " r " << r << ": closest decision " << v.margin);
-    REQUIRE(v.margin > kDecisive);
-
     const std::vector<float> cft_f32 = narrow(v.cft);
     const std::vector<float> e_block(cft_f32.begin() + row0 * r, cft_f32.begin() + (row0 + rows) * r);
     Buffer e_d = ctx.upload(e_block), qa_d = ctx.upload(narrow(v.qa)), c_diag_d = ctx.upload(v.c_diag);
@@ -337,21 +337,23 @@ GPU_TEST("refit_v_rows runs each row of a block as the host refit runs it alone"
     rec.run();
     const std::vector<std::uint32_t> got_bits = proposed.download<std::uint32_t>();
     const std::vector<float> got_dg = dg.download<float>(), got_dl = dl.download<float>();
+    const std::vector<std::uint32_t> want_bits = pack_signs(std::span<const double>(v.want_s.values), rows, r);
     CHECK(bits.download<std::uint32_t>() == path.bits_v);  // read only
-    CHECK(got_bits == pack_signs(std::span<const double>(want_s.values), rows, r));
-    std::size_t changed_rows = 0, dg_mismatch = 0;
+    std::size_t changed_rows = 0, wrong_words = 0, dg_mismatch = 0;
     double own_scale = 0, own_error = 0;
-    for (std::uint32_t jl = 0; jl < rows; ++jl) {
+    for (const std::uint32_t jl : decisive_rows(v.row_margin)) {
+      for (std::uint32_t w = 0; w < words; ++w) wrong_words += got_bits[jl * words + w] != want_bits[jl * words + w];
       for (std::uint32_t k = 0; k < r; ++k) {
-        const float step = static_cast<float>(want_s(jl, k) - sign_at(path.bits_v, r, row0 + jl, k));
+        const float step = static_cast<float>(v.want_s(jl, k) - sign_at(path.bits_v, r, row0 + jl, k));
         dg_mismatch += got_dg[jl * r + k] != path.g[row0 + jl] * step ? 1 : 0;
       }
-      changed_rows += want_own[jl] < 0 ? 1 : 0;
-      own_scale = std::max(own_scale, std::abs(want_own[jl]));
-      own_error = std::max(own_error, std::abs(got_dl[jl] - want_own[jl]));
+      changed_rows += v.want_own[jl] < 0 ? 1 : 0;
+      own_scale = std::max(own_scale, std::abs(v.want_own[jl]));
+      own_error = std::max(own_error, std::abs(got_dl[jl] - v.want_own[jl]));
     }
-    INFO("rows that changed: " << changed_rows << " of " << rows);
+    INFO(shape.m << "x" << n << " r " << r << ": rows that changed " << changed_rows << " of " << rows);
     CHECK(changed_rows > rows / 4);
+    CHECK(wrong_words == 0);
     CHECK(dg_mismatch == 0);
     CHECK(own_error < 1e-4 * own_scale);
   }
