@@ -1,7 +1,8 @@
 // refit.h — push constants and workgroup sizes of the GPU refit's kernels
 // (refit_u_rows.comp, refit_v_rows.comp, refit_v_commit.comp,
 // refit_signs.comp, refit_sign_dot.comp, refit_hadamard.comp,
-// refit_cg.comp; vkblr/ops/refit.hpp says what each computes).
+// refit_matvec.comp, refit_cg.comp; vkblr/ops/refit.hpp says what each
+// computes).
 //
 // Sign bitmaps are u32 [rows][words], words = r / 32 (r a multiple of 32):
 // bit k % 32 of word k / 32 of a row is the sign of rank k, 1 = +1.
@@ -10,7 +11,8 @@
 #include "interface.h"
 
 // Invocations per workgroup of the row kernels (refit_u_rows, refit_v_rows,
-// refit_sign_dot: one workgroup per row) and of refit_cg (one workgroup).
+// refit_sign_dot: one workgroup per row) and of refit_matvec (one per row)
+// and refit_cg (one workgroup).
 #define VKBLR_REFIT_ROW_WG 64
 #define VKBLR_REFIT_CG_WG 256
 // Coordinate-descent passes over one row's signs, at most (as the host refit).

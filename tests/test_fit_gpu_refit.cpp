@@ -366,23 +366,25 @@ GPU_TEST("refit_v_commit keeps the accepted rows' proposals and takes back the o
   for (auto& v : bits) v = static_cast<std::uint32_t>(rng.next());
   for (auto& v : proposed) v = static_cast<std::uint32_t>(rng.next());
   for (auto& v : accept) v = rng.below(2) * (1 + rng.below(3));  // 0, or any non-zero
-  const std::vector<float> dg = vkt::random_floats(rows * r, 6);
+  const std::vector<float> dg = vkt::random_floats(rows * r, 6), z = vkt::random_floats(rows * r, 7);
   Buffer bits_d = ctx.upload(bits), proposed_d = ctx.upload(proposed), accept_d = ctx.upload(accept),
-         dg_d = ctx.upload(dg);
+         dg_d = ctx.upload(dg), z_d = ctx.upload(z);
   Recorder rec(ctx);
-  rec.add(ops::refit_v_commit(ctx, accept_d, proposed_d, bits_d, dg_d, {n, row0, rows}, r));
+  rec.add(ops::refit_v_commit(ctx, accept_d, proposed_d, bits_d, dg_d, z_d, {n, row0, rows}, r));
   rec.run();
   std::vector<std::uint32_t> want_bits = bits;
-  std::vector<float> want_dg = dg;
+  std::vector<float> want_dg = dg, want_z = z;
   for (std::uint32_t jl = 0; jl < rows; ++jl) {
     if (accept[jl] != 0) {
       for (std::uint32_t w = 0; w < words; ++w) want_bits[(row0 + jl) * words + w] = proposed[jl * words + w];
     } else {
       std::fill_n(want_dg.begin() + jl * r, r, 0.0f);
+      std::fill_n(want_z.begin() + jl * r, r, 0.0f);
     }
   }
   CHECK(bits_d.download<std::uint32_t>() == want_bits);
   CHECK(dg_d.download<float>() == want_dg);
+  CHECK(z_d.download<float>() == want_z);
 }
 
 GPU_TEST("refit_flip_columns and refit_row_scales flip exactly the signs they name", "[fit][gpu_refit]") {
@@ -418,7 +420,7 @@ GPU_TEST("refit_flip_columns and refit_row_scales flip exactly the signs they na
   CHECK(scale_d.download<float>() == want_scale);
 }
 
-GPU_TEST("refit_sign_dot and refit_hadamard compute what they say", "[fit][gpu_refit]") {
+GPU_TEST("refit_sign_dot, refit_hadamard and refit_matvec compute what they say", "[fit][gpu_refit]") {
   const std::uint32_t rows = 37, r = 96, words = 3;
   vkt::Rng rng(11);
   std::vector<std::uint32_t> bits(rows * words);
@@ -447,6 +449,25 @@ GPU_TEST("refit_sign_dot and refit_hadamard compute what they say", "[fit][gpu_r
   std::vector<float> want(count);
   for (std::size_t i = 0; i < count; ++i) want[i] = x[i] * y[i];
   CHECK(x_d.download<float>() == want);
+
+  const std::uint32_t n = 300;
+  const std::vector<float> a_nn = vkt::random_floats(n * n, 16), v = vkt::random_floats(n, 17);
+  Buffer a_nn_d = ctx.upload(a_nn), v_d = ctx.upload(v), mv = ctx.buffer(n * 4);
+  mv.fill(vkt::kPoison32);
+  rec.add(ops::refit_matvec(ctx, a_nn_d, v_d, mv, n));
+  rec.run();
+  const std::vector<float> got_mv = mv.download<float>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    double want_i = 0, scale = 0;
+    for (std::uint32_t j = 0; j < n; ++j) {
+      want_i += double(a_nn[i * n + j]) * v[j];
+      scale += std::abs(double(a_nn[i * n + j]) * v[j]);
+    }
+    CHECK(std::abs(got_mv[i] - want_i) < 1e-6 * scale);
+  }
+  rec.add(ops::refit_matvec(ctx, a_nn_d, v_d, mv, n));
+  rec.run();
+  CHECK(mv.download<float>() == got_mv);
 }
 
 GPU_TEST("refit_cg_begin and refit_cg_step are Jacobi-preconditioned CG, lowering the objective", "[fit][gpu_refit]") {
@@ -607,6 +628,9 @@ GPU_TEST("the refit kernels refuse bad shapes and buffers, naming themselves", "
   CHECK_THROWS_WITH(ops::refit_v_rows(ctx, big, big2, big3, h, bits, {8, 4, 5}, 32, small, h, big2),
                     ContainsSubstring("refit_v_rows") && ContainsSubstring("rows 4..9 of a bitmap of 8"));
   CHECK_THROWS_WITH(ops::refit_hadamard(ctx, big, big, 16), ContainsSubstring("refit_hadamard"));
+  CHECK_THROWS_WITH(ops::refit_matvec(ctx, big, big2, big2, 64), ContainsSubstring("refit_matvec"));
+  CHECK_THROWS_WITH(ops::refit_matvec(ctx, small, big2, big3, 64),
+                    ContainsSubstring("refit_matvec") && ContainsSubstring("a holds 64 bytes"));
   CHECK_THROWS_WITH(ops::refit_cg_step(ctx, big, big2, big3, bits, h, small, 100),
                     ContainsSubstring("refit_cg_step") && ContainsSubstring("state"));
 }

@@ -114,7 +114,7 @@ Dispatch refit_v_rows(Context& ctx, const Buffer& e, const Buffer& qa, const Buf
 }
 
 Dispatch refit_v_commit(Context& ctx, const Buffer& accept, const Buffer& proposed, const Buffer& bits,
-                        const Buffer& dg, const RefitBlock& block, std::uint32_t r) {
+                        const Buffer& dg, const Buffer& z, const RefitBlock& block, std::uint32_t r) {
   const char* op = "refit_v_commit";
   const RefitPush push = refit_push(op, block.row0, block.rows, r);
   require(std::uint64_t{block.row0} + block.rows <= block.n, "{}: rows {}..{} of a bitmap of {}", op, block.row0,
@@ -123,16 +123,21 @@ Dispatch refit_v_commit(Context& ctx, const Buffer& accept, const Buffer& propos
   need_bytes(op, "proposed", proposed, std::uint64_t{block.rows} * push.words * 4);
   need_bytes(op, "bits", bits, std::uint64_t{block.n} * push.words * 4);
   need_bytes(op, "dg", dg, std::uint64_t{block.rows} * r * 4);
+  need_bytes(op, "z", z, std::uint64_t{block.rows} * r * 4);
   distinct(op, "bits", bits, "dg", dg);
+  distinct(op, "bits", bits, "z", z);
+  distinct(op, "dg", dg, "z", z);
   for (const Buffer* in : {&accept, &proposed}) {
-    require(in->id() != bits.id() && in->id() != dg.id(), "{}: an input is also an output (bits or dg)", op);
+    require(in->id() != bits.id() && in->id() != dg.id() && in->id() != z.id(),
+            "{}: an input is also an output (bits, dg or z)", op);
   }
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_v_commit, op);
   d.set_push(push)
       .bind(0, accept, Access::read)
       .bind(1, proposed, Access::read)
       .bind(2, bits, Access::write)
-      .bind(3, dg, Access::write);
+      .bind(3, dg, Access::write)
+      .bind(4, z, Access::write);
   d.groups = detail::elt_grid(std::uint64_t{block.rows} * r, op);
   return d;
 }

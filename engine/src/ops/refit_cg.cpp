@@ -1,5 +1,5 @@
 // Conjugate gradients of the GPU refit's g step (vkblr/ops/refit.hpp;
-// glsl/refit_cg.comp).
+// glsl/refit_matvec.comp, refit_cg.comp).
 #include <array>
 
 #include "op_util.hpp"
@@ -40,6 +40,24 @@ Dispatch cg_dispatch(Context& ctx, detail::KernelId id, const char* op, const Bu
 }  // namespace
 
 std::uint64_t refit_cg_state_floats(std::uint32_t n) { return 2 * std::uint64_t{n} + 4; }
+
+Dispatch refit_matvec(Context& ctx, const Buffer& a, const Buffer& x, const Buffer& out, std::uint32_t n) {
+  const char* op = "refit_matvec";
+  detail::dim(op, "n", n);
+  detail::elements_fit(op, std::uint64_t{n} * n);
+  detail::need_bytes(op, "a", a, std::uint64_t{n} * n * 4);
+  detail::need_bytes(op, "x", x, std::uint64_t{n} * 4);
+  detail::need_bytes(op, "out", out, std::uint64_t{n} * 4);
+  require(out.id() != a.id() && out.id() != x.id(), "{}: the output is also an input", op);
+  shader::RefitPush push{};
+  push.rows = n;
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_matvec, op);
+  d.set_push(push).bind(0, a, Access::read).bind(1, x, Access::read).bind(2, out, Access::write);
+  d.groups = n <= detail::kFoldWidth
+                 ? std::array<std::uint32_t, 3>{n, 1, 1}
+                 : std::array<std::uint32_t, 3>{detail::kFoldWidth, detail::ceil_div(n, detail::kFoldWidth), 1};
+  return d;
+}
 
 Dispatch refit_cg_begin(Context& ctx, const Buffer& gram, const Buffer& rhs, const Buffer& x, const Buffer& p,
                         const Buffer& q, const Buffer& state, std::uint32_t n) {

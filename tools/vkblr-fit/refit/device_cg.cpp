@@ -17,10 +17,10 @@ void record_cg(Context& ctx, Recorder& rec, const DeviceMatrix& gram, const Devi
               work.q.rows == n,
           "conjugate gradients: G {}×{}, b {}×{}, x {}×{}, work for {}: shapes do not match", gram.rows, gram.cols,
           rhs.rows, rhs.cols, x.rows, x.cols, work.p.rows);
-  rec.add(product(ctx, gram, false, x, false, work.q));
+  rec.add(ops::refit_matvec(ctx, gram.buffer, x.buffer, work.q.buffer, n));
   rec.add(ops::refit_cg_begin(ctx, gram.buffer, rhs.buffer, x.buffer, work.p.buffer, work.q.buffer, work.state, n));
   for (std::uint32_t i = 0; i < iterations; ++i) {
-    rec.add(product(ctx, gram, false, work.p, false, work.q));
+    rec.add(ops::refit_matvec(ctx, gram.buffer, work.p.buffer, work.q.buffer, n));
     rec.add(ops::refit_cg_step(ctx, gram.buffer, rhs.buffer, x.buffer, work.p.buffer, work.q.buffer, work.state, n));
   }
 }

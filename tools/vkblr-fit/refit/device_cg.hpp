@@ -3,8 +3,8 @@
 // G = (FᵀF) ⊙ C, n up to the layer's input width, never solved on the host).
 //
 // Jacobi-preconditioned, warm-started from the x given, a fixed number of
-// iterations (vkblr/ops/refit.hpp's refit_cg_begin / refit_cg_step; each
-// matrix-vector product is one gemm_f32 with one column). From its start CG
+// iterations (vkblr/ops/refit.hpp's refit_cg_begin / refit_cg_step, the
+// matrix-vector products by refit_matvec). From its start CG
 // lowers the quadratic ½xᵀGx − bᵀx at every iteration (in exact
 // arithmetic); an iteration that would divide by a non-positive or
 // non-finite value changes nothing. Everything stays on the device: the

@@ -68,6 +68,8 @@ DeviceRefit::Work::Work(Context& ctx, const LayerShape& shape, const DeviceRefit
   e = device_matrix(ctx, b, r, "fit.refit.e");
   dg = device_matrix(ctx, b, r, "fit.refit.dg");
   z = device_matrix(ctx, b, r, "fit.refit.z");
+  dg_total = device_matrix(ctx, b, r, "fit.refit.dg_total");
+  ones = ctx.upload(std::vector<float>(r, 1.0f), "fit.refit.ones");
   cross = device_matrix(ctx, b, b, "fit.refit.cross", std::uint64_t{b} * b + b);
   proposed = ctx.buffer(std::uint64_t{b} * words * 4, "fit.refit.proposed");
   dl = ctx.buffer(std::uint64_t{b} * 4, "fit.refit.dl");

@@ -48,7 +48,10 @@ struct DeviceRefit::Work {
   Buffer c_diag;                   // f32 [n]
   std::vector<float> c_blocks;     // C's diagonal blocks of block_rows, block k packed at k·b·b
   // S_V blocks
-  DeviceMatrix e, dg, z;  // [b][r]
+  DeviceMatrix e;         // [b][r]: the block's half-gradient rows, without g
+  DeviceMatrix dg, z;     // [b][r]: a round's g·D, and g·D·QA
+  DeviceMatrix dg_total;  // [b][r]: the block's committed g·D, all rounds
+  Buffer ones;            // f32 [r] of 1
   DeviceMatrix cross;     // [rows][rows] D·QA·Dᵀ, then the rows' own ΔL (b·b + b floats)
   Buffer proposed, dl;
   Buffer accept;  // host-visible u32 [b]

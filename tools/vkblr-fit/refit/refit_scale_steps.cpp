@@ -18,7 +18,7 @@ constexpr double kRidge = 1e-9;  // relative ridge of the ℓ solve, as the host
 }  // namespace
 
 // 3a. ℓ: Gram (S̃_UᵀS̃_U) ⊙ (Sgᵀ·C·Sg) [r][r] with S̃_U = diag(h)·S_U,
-//     rhs_k = Σ_i S̃_U[i][k]·(R·CS)[i][k]; solved on the host. A negative ℓ_k
+//     rhs_k = Σ_i S̃_U[i][k]·(R·CS)[i][k] on the device; solved on the host. A negative ℓ_k
 //     flips S_V's column k.
 void DeviceRefit::refit_l(std::uint32_t p) {
   Path& path = paths_[p];
@@ -35,13 +35,12 @@ void DeviceRefit::refit_l(std::uint32_t p) {
   rec.add(ops::expand_f32(ctx_, path.bits_u, &path.h, nullptr, su.buffer, m, r));
   rec.add(product(ctx_, su, true, su, false, gram_u));
   rec.add(product(ctx_, path.sg, true, path.cs, false, gram_v));
+  rec.add(ops::refit_hadamard(ctx_, gram_u.buffer, gram_v.buffer, std::uint64_t{r} * r));
   record_residual_times(rec, p, path.cs, rcs, path.wcs_current ? &path.wcs : nullptr);
   rec.fill(work.rhs_l, 0);
   rec.add(ops::colsum_prod(ctx_, su.buffer, rcs.buffer, work.rhs_l, m, r));
   rec.run();
   std::vector<double> gram = download_matrix(gram_u);
-  const std::vector<double> gv = download_matrix(gram_v);
-  for (std::size_t i = 0; i < gram.size(); ++i) gram[i] *= gv[i];
   const std::vector<float> rhs_f = work.rhs_l.download<float>(r);
   const std::vector<double> solution = solve_ridged(std::move(gram), {rhs_f.begin(), rhs_f.end()}, r, kRidge);
 

@@ -38,12 +38,15 @@ void DeviceRefit::refit_u(std::uint32_t p) {
 }
 
 // 2. S_V. With QA = AᵀA and the half-gradient without its row factor,
-//    Et/g = C·Fᵀ = CS·QA − C·Rᵀ·A [n][r] (CS kept current block by block),
-//    blocks of rows run their descents side by side (run_v_block).
+//    Et/g = C·Fᵀ = CS·QA − C·Rᵀ·A [n][r]. Block by block: the block's rows of
+//    Et/g, then rounds (run_v_block) that each run the block's descents side
+//    by side, commit the rows the host keeps and bring the block's Et/g up
+//    to date (+= C_BB·g·D·QA); after the block, CS += C[:, B]·g·D for every
+//    row (the later blocks' half-gradient, and the ℓ step's C·Sg).
 VStepStats DeviceRefit::refit_v(std::uint32_t p) {
   Path& path = paths_[p];
   Work& work = *work_;
-  const std::uint32_t n = shape_.n;
+  const std::uint32_t n = shape_.n, r = shape_.rank;
   DeviceMatrix& qa = work.rr[0];
   DeviceMatrix& ra = work.nr[0];
   Recorder rec(ctx_);
@@ -58,9 +61,16 @@ VStepStats DeviceRefit::refit_v(std::uint32_t p) {
   VStepStats stats;
   for (std::uint32_t row0 = 0; row0 < n; row0 += work.block_rows) {
     const std::uint32_t rows = std::min(work.block_rows, n - row0);
+    const MatrixBlock e = row_block(work.e, 0, rows), dg_total = row_block(work.dg_total, 0, rows);
+    rec.copy(work.ncra.buffer, work.e.buffer, std::uint64_t{rows} * r * 4, std::uint64_t{row0} * r * 4, 0);
+    rec.add(product(ctx_, row_block(path.cs, row0, rows), false, all_of(qa), false, e, 1.0f, true));
+    rec.fill(work.dg_total.buffer, 0, 0, std::uint64_t{rows} * r * 4);
+    bool changed = false;
     for (std::uint32_t round = 0; round < options_.block_rounds; ++round) {
       if (run_v_block(rec, p, row0, rows, stats) == 0) break;
+      changed = true;
     }
+    if (changed) rec.add(product(ctx_, row_block(c_, row0, rows), true, dg_total, false, all_of(path.cs), 1.0f, true));
   }
   record_factors(rec, p);
   rec.run();
@@ -75,15 +85,13 @@ std::uint32_t DeviceRefit::run_v_block(Recorder& rec, std::uint32_t p, std::uint
   const std::uint32_t n = shape_.n, r = shape_.rank;
   const DeviceMatrix& qa = work.rr[0];
   const ops::RefitBlock block{n, row0, rows};
-  const RowBlock e = row_block(work.e, 0, rows), dg = row_block(work.dg, 0, rows), z = row_block(work.z, 0, rows);
+  const MatrixBlock e = row_block(work.e, 0, rows), dg = row_block(work.dg, 0, rows), z = row_block(work.z, 0, rows);
   work.cross.rows = work.cross.cols = rows;
-  rec.copy(work.ncra.buffer, work.e.buffer, std::uint64_t{rows} * r * 4, std::uint64_t{row0} * r * 4, 0);
-  rec.add(product(ctx_, row_block(path.cs, row0, rows), false, all_rows(qa), false, e, 1.0f, true));
   rec.add(ops::refit_v_rows(ctx_, work.e.buffer, qa.buffer, work.c_diag, path.g, path.bits_v, block, r, work.proposed,
                             work.dg.buffer, work.dl));
-  // cross terms D·QA·Dᵀ, then the rows' own ΔL after them
-  rec.add(product(ctx_, dg, false, all_rows(qa), false, z));
-  rec.add(product(ctx_, z, false, dg, true, all_rows(work.cross)));
+  // cross terms g·D·QA·Dᵀ·g, then the rows' own ΔL after them
+  rec.add(product(ctx_, dg, false, all_of(qa), false, z));
+  rec.add(product(ctx_, z, false, dg, true, all_of(work.cross)));
   rec.copy(work.dl, work.cross.buffer, std::uint64_t{rows} * 4, 0, std::uint64_t{rows} * rows * 4);
   rec.run();
   const std::vector<float> values = work.cross.buffer.download<float>(std::uint64_t{rows} * rows + rows);
@@ -107,9 +115,10 @@ std::uint32_t DeviceRefit::run_v_block(Recorder& rec, std::uint32_t p, std::uint
   if (choice.accepted == 0) return 0;
   std::memcpy(work.accept.mapped(), choice.accept.data(), std::uint64_t{rows} * 4);
   work.accept.flush(0, std::uint64_t{rows} * 4);
-  // commit, and CS += C[:, block]·dg (C symmetric: its rows of the block, transposed)
-  rec.add(ops::refit_v_commit(ctx_, work.accept, work.proposed, path.bits_v, work.dg.buffer, block, r));
-  rec.add(product(ctx_, row_block(c_, row0, rows), true, dg, false, all_rows(path.cs), 1.0f, true));
+  // commit; the block's half-gradient += C_BB·(g·D·QA); the block's total change += g·D
+  rec.add(ops::refit_v_commit(ctx_, work.accept, work.proposed, path.bits_v, work.dg.buffer, work.z.buffer, block, r));
+  rec.add(product(ctx_, block_of(c_, row0, rows, row0, rows), false, z, false, e, 1.0f, true));
+  rec.add(ops::scale_acc(ctx_, work.dg.buffer, work.ones, work.dg_total.buffer, rows, r, true));
   return choice.accepted;
 }
 

@@ -53,9 +53,10 @@ Dispatch refit_v_rows(Context& ctx, const Buffer& e, const Buffer& qa, const Buf
 
 // The block's commit (glsl/refit_v_commit.comp): rows jl with accept[jl] != 0
 // (u32 [rows]) copy proposed[jl] into bits row row0 + jl; the others zero
-// their row of dg f32 [rows][r] (so dg holds only the accepted changes).
+// their rows of dg and z f32 [rows][r] (so dg holds only the accepted
+// changes, and z, a product dg·X, only theirs).
 Dispatch refit_v_commit(Context& ctx, const Buffer& accept, const Buffer& proposed, const Buffer& bits,
-                        const Buffer& dg, const RefitBlock& block, std::uint32_t r);
+                        const Buffer& dg, const Buffer& z, const RefitBlock& block, std::uint32_t r);
 
 // bits u32 [rows][r/32]: every row's word w ^= mask[w] (mask u32 [r/32]; the
 // columns to flip). glsl/refit_signs.comp.
@@ -75,10 +76,16 @@ Dispatch refit_sign_dot(Context& ctx, const Buffer& bits, const Buffer& a, const
 // a f32 [count] = a ⊙ b (glsl/refit_hadamard.comp); count < 2^32.
 Dispatch refit_hadamard(Context& ctx, const Buffer& a, const Buffer& b, std::uint64_t count);
 
+// out f32 [n] = a·x for a f32 [n][n], x f32 [n] (glsl/refit_matvec.comp):
+// one workgroup per row, each sum fixed-order (strided partial sums in
+// index order, then a fixed tree). The CG's products: a GEMM of one
+// column would compute a whole tile of columns to use one.
+Dispatch refit_matvec(Context& ctx, const Buffer& a, const Buffer& x, const Buffer& out, std::uint32_t n);
+
 // Jacobi-preconditioned conjugate gradients for gram·x = rhs, gram f32
 // [n][n] symmetric positive semi-definite (glsl/refit_cg.comp). One
-// workgroup; the caller records the GEMM q = gram·x before refit_cg_begin
-// and q = gram·p before every refit_cg_step:
+// workgroup; the caller records q = gram·x (refit_matvec) before
+// refit_cg_begin and q = gram·p before every refit_cg_step:
 //   begin  res = rhs − q, dinv = 1/diag(gram) (0 where the diagonal is <= 0),
 //          p = dinv ⊙ res, rz = res·p
 //   step   α = rz/(p·q); x += α·p; res −= α·q; rz' = res·(dinv ⊙ res);
