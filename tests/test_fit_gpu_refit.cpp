@@ -679,6 +679,34 @@ GPU_TEST("the GPU refit's exact training error is the host's f64 one", "[fit][gp
   }
 }
 
+GPU_TEST("the GPU refit takes a sweep back: restore() brings back the saved layer", "[fit][gpu_refit]") {
+  const RefitCase rc = make_case({128, 96, 32, 2}, 1.0, 45);
+  const DeviceInputs in = device_inputs(ctx, rc);
+  DeviceRefit refit(ctx, in.w, in.c, in.w_c_w, rc.shape, rc.paths);
+  const double before = refit.train_error();
+  refit.save();
+  for (std::uint32_t p = 0; p < 2; ++p) {
+    refit.refit_u(p);
+    refit.refit_v(p);
+    refit.refit_l(p);
+    refit.refit_g(p);
+  }
+  const std::vector<BlrPathInit> changed = refit.paths();
+  CHECK(changed[0].bits_v != rc.paths[0].bits_v);
+  CHECK(changed[1].l != rc.paths[1].l);
+  CHECK(refit.train_error() < before);
+  refit.restore();
+  const std::vector<BlrPathInit> back = refit.paths();
+  for (std::uint32_t p = 0; p < 2; ++p) {
+    CHECK(back[p].bits_u == rc.paths[p].bits_u);
+    CHECK(back[p].bits_v == rc.paths[p].bits_v);
+    CHECK(back[p].h == rc.paths[p].h);
+    CHECK(back[p].l == rc.paths[p].l);
+    CHECK(back[p].g == rc.paths[p].g);
+  }
+  CHECK(refit.train_error() == before);  // the factors and products are the saved layer's again
+}
+
 GPU_TEST("the GPU refit's S_V step with blocks of one row makes the host refit's sequential decisions",
          "[fit][gpu_refit]") {
   const RefitCase rc = make_case({128, 96, 32, 2}, 1.0, 43);

@@ -5,48 +5,17 @@
 
 #include <array>
 
-#include "op_util.hpp"
-#include "refit.h"
+#include "refit_checks.hpp"
 
 namespace vkblr::ops {
 namespace {
-using detail::dim;
 using detail::need_bytes;
+using refit_detail::block_push;
+using refit_detail::outputs_apart;
+using refit_detail::refit_push;
+using refit_detail::row_grid;
+using refit_detail::shared_fits;
 using shader::RefitPush;
-static_assert(sizeof(RefitPush) == 16);
-
-// Checks rows and r (a multiple of 32, rows·r within 32-bit indexing); the
-// push constants of a block.
-RefitPush refit_push(const char* op, std::uint32_t row0, std::uint32_t rows, std::uint32_t r) {
-  dim(op, "rows", rows);
-  dim(op, "r", r);
-  require(r % 32 == 0, "{}: r = {} is not a multiple of 32", op, r);
-  detail::elements_fit(op, std::uint64_t{row0 + std::uint64_t{rows}} * r);
-  RefitPush p{};
-  p.row0 = row0;
-  p.rows = rows;
-  p.r = r;
-  p.words = r / 32;
-  return p;
-}
-
-// One workgroup per row, folded into y past 65535 workgroups.
-std::array<std::uint32_t, 3> row_grid(std::uint32_t rows) {
-  if (rows <= detail::kFoldWidth) return {rows, 1, 1};
-  return {detail::kFoldWidth, detail::ceil_div(rows, detail::kFoldWidth), 1};
-}
-
-// The row kernels keep `bytes` of shared memory per workgroup.
-void shared_fits(Context& ctx, const char* op, std::uint32_t r, std::uint64_t bytes) {
-  require(bytes <= ctx.caps().max_shared_memory,
-          "{}: rank {} needs {} bytes of shared memory per workgroup; the device has {}", op, r, bytes,
-          ctx.caps().max_shared_memory);
-}
-
-void distinct(const char* op, const char* a_name, const Buffer& a, const char* b_name, const Buffer& b) {
-  require(a.id() != b.id(), "{}: {} and {} are the same buffer", op, a_name, b_name);
-}
-
 }  // namespace
 
 Dispatch refit_u_rows(Context& ctx, const Buffer& p, const Buffer& q, const Buffer& qs, const Buffer& bits,
@@ -59,10 +28,7 @@ Dispatch refit_u_rows(Context& ctx, const Buffer& p, const Buffer& q, const Buff
   need_bytes(op, "qs", qs, std::uint64_t{rows} * r * 4);
   need_bytes(op, "bits", bits, std::uint64_t{rows} * push.words * 4);
   need_bytes(op, "h", h, std::uint64_t{rows} * 4);
-  distinct(op, "bits", bits, "h", h);
-  for (const Buffer* in : {&p, &q, &qs}) {
-    require(in->id() != bits.id() && in->id() != h.id(), "{}: an input is also an output (bits or h)", op);
-  }
+  outputs_apart(op, {{"bits", bits}, {"h", h}}, {{"p", p}, {"q", q}, {"qs", qs}});
   const std::array<std::uint32_t, 1> spec{r};
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_u_rows, op, spec);
   d.set_push(push)
@@ -79,9 +45,7 @@ Dispatch refit_v_rows(Context& ctx, const Buffer& e, const Buffer& qa, const Buf
                       const Buffer& bits, const RefitBlock& block, std::uint32_t r, const Buffer& proposed,
                       const Buffer& dg, const Buffer& dl) {
   const char* op = "refit_v_rows";
-  const RefitPush push = refit_push(op, block.row0, block.rows, r);
-  require(std::uint64_t{block.row0} + block.rows <= block.n, "{}: rows {}..{} of a bitmap of {}", op, block.row0,
-          std::uint64_t{block.row0} + block.rows, block.n);
+  const RefitPush push = block_push(op, block, r);
   shared_fits(ctx, op, r, std::uint64_t{12} * r);
   need_bytes(op, "e", e, std::uint64_t{block.rows} * r * 4);
   need_bytes(op, "qa", qa, std::uint64_t{r} * r * 4);
@@ -91,13 +55,8 @@ Dispatch refit_v_rows(Context& ctx, const Buffer& e, const Buffer& qa, const Buf
   need_bytes(op, "proposed", proposed, std::uint64_t{block.rows} * push.words * 4);
   need_bytes(op, "dg", dg, std::uint64_t{block.rows} * r * 4);
   need_bytes(op, "dl", dl, std::uint64_t{block.rows} * 4);
-  distinct(op, "proposed", proposed, "dg", dg);
-  distinct(op, "proposed", proposed, "dl", dl);
-  distinct(op, "dg", dg, "dl", dl);
-  for (const Buffer* in : {&e, &qa, &c_diag, &g, &bits}) {
-    require(in->id() != proposed.id() && in->id() != dg.id() && in->id() != dl.id(),
-            "{}: an input is also an output (proposed, dg or dl)", op);
-  }
+  outputs_apart(op, {{"proposed", proposed}, {"dg", dg}, {"dl", dl}},
+                {{"e", e}, {"qa", qa}, {"c_diag", c_diag}, {"g", g}, {"bits", bits}});
   const std::array<std::uint32_t, 1> spec{r};
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_v_rows, op, spec);
   d.set_push(push)
@@ -116,21 +75,13 @@ Dispatch refit_v_rows(Context& ctx, const Buffer& e, const Buffer& qa, const Buf
 Dispatch refit_v_commit(Context& ctx, const Buffer& accept, const Buffer& proposed, const Buffer& bits,
                         const Buffer& dg, const Buffer& z, const RefitBlock& block, std::uint32_t r) {
   const char* op = "refit_v_commit";
-  const RefitPush push = refit_push(op, block.row0, block.rows, r);
-  require(std::uint64_t{block.row0} + block.rows <= block.n, "{}: rows {}..{} of a bitmap of {}", op, block.row0,
-          std::uint64_t{block.row0} + block.rows, block.n);
+  const RefitPush push = block_push(op, block, r);
   need_bytes(op, "accept", accept, std::uint64_t{block.rows} * 4);
   need_bytes(op, "proposed", proposed, std::uint64_t{block.rows} * push.words * 4);
   need_bytes(op, "bits", bits, std::uint64_t{block.n} * push.words * 4);
   need_bytes(op, "dg", dg, std::uint64_t{block.rows} * r * 4);
   need_bytes(op, "z", z, std::uint64_t{block.rows} * r * 4);
-  distinct(op, "bits", bits, "dg", dg);
-  distinct(op, "bits", bits, "z", z);
-  distinct(op, "dg", dg, "z", z);
-  for (const Buffer* in : {&accept, &proposed}) {
-    require(in->id() != bits.id() && in->id() != dg.id() && in->id() != z.id(),
-            "{}: an input is also an output (bits, dg or z)", op);
-  }
+  outputs_apart(op, {{"bits", bits}, {"dg", dg}, {"z", z}}, {{"accept", accept}, {"proposed", proposed}});
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_v_commit, op);
   d.set_push(push)
       .bind(0, accept, Access::read)
@@ -147,7 +98,7 @@ Dispatch refit_flip_columns(Context& ctx, const Buffer& mask, const Buffer& bits
   const RefitPush push = refit_push(op, 0, rows, r);
   need_bytes(op, "mask", mask, std::uint64_t{push.words} * 4);
   need_bytes(op, "bits", bits, std::uint64_t{rows} * push.words * 4);
-  distinct(op, "mask", mask, "bits", bits);
+  outputs_apart(op, {{"bits", bits}}, {{"mask", mask}});
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_flip_columns, op);
   d.set_push(push).bind(0, bits, Access::read_write).bind(1, mask, Access::read);
   d.groups = detail::elt_grid(std::uint64_t{rows} * push.words, op);
@@ -161,9 +112,7 @@ Dispatch refit_row_scales(Context& ctx, const Buffer& x, const Buffer& bits, con
   need_bytes(op, "x", x, std::uint64_t{rows} * 4);
   need_bytes(op, "bits", bits, std::uint64_t{rows} * push.words * 4);
   need_bytes(op, "scale", scale, std::uint64_t{rows} * 4);
-  distinct(op, "x", x, "bits", bits);
-  distinct(op, "x", x, "scale", scale);
-  distinct(op, "bits", bits, "scale", scale);
+  outputs_apart(op, {{"bits", bits}, {"scale", scale}}, {{"x", x}});
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_row_scales, op);
   d.set_push(push).bind(0, bits, Access::read_write).bind(1, x, Access::read).bind(2, scale, Access::write);
   d.groups = detail::elt_grid(std::uint64_t{rows} * push.words, op);
@@ -178,7 +127,7 @@ Dispatch refit_sign_dot(Context& ctx, const Buffer& bits, const Buffer& a, const
   need_bytes(op, "a", a, std::uint64_t{rows} * r * 4);
   need_bytes(op, "col", col, std::uint64_t{r} * 4);
   need_bytes(op, "out", out, std::uint64_t{rows} * 4);
-  for (const Buffer* in : {&bits, &a, &col}) require(in->id() != out.id(), "{}: an input is also the output", op);
+  outputs_apart(op, {{"out", out}}, {{"bits", bits}, {"a", a}, {"col", col}});
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_sign_dot, op);
   d.set_push(push)
       .bind(0, bits, Access::read)
@@ -192,10 +141,10 @@ Dispatch refit_sign_dot(Context& ctx, const Buffer& bits, const Buffer& a, const
 Dispatch refit_hadamard(Context& ctx, const Buffer& a, const Buffer& b, std::uint64_t count) {
   const char* op = "refit_hadamard";
   RefitPush push{};
-  push.rows = dim(op, "count", count);
+  push.rows = detail::dim(op, "count", count);
   need_bytes(op, "a", a, count * 4);
   need_bytes(op, "b", b, count * 4);
-  distinct(op, "a", a, "b", b);
+  outputs_apart(op, {{"a", a}}, {{"b", b}});
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_hadamard, op);
   d.set_push(push).bind(0, a, Access::read_write).bind(1, b, Access::read);
   d.groups = detail::elt_grid(count, op);

@@ -1,10 +1,6 @@
 // Conjugate gradients of the GPU refit's g step (vkblr/ops/refit.hpp;
 // glsl/refit_matvec.comp, refit_cg.comp).
-#include <array>
-
-#include "op_util.hpp"
-#include "refit.h"
-#include "vkblr/ops/refit.hpp"
+#include "refit_checks.hpp"
 
 namespace vkblr::ops {
 namespace {
@@ -18,12 +14,7 @@ Dispatch cg_dispatch(Context& ctx, detail::KernelId id, const char* op, const Bu
     detail::need_bytes(op, name, *b, std::uint64_t{n} * 4);
   }
   detail::need_bytes(op, "state", state, refit_cg_state_floats(n) * 4);
-  const std::array<const Buffer*, 6> all{&gram, &rhs, &x, &p, &q, &state};
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    for (std::size_t j = i + 1; j < all.size(); ++j) {
-      require(all[i]->id() != all[j]->id(), "{}: two of gram, rhs, x, p, q, state are the same buffer", op);
-    }
-  }
+  refit_detail::outputs_apart(op, {{"x", x}, {"p", p}, {"state", state}}, {{"gram", gram}, {"rhs", rhs}, {"q", q}});
   shader::RefitPush push{};
   push.rows = n;
   Dispatch d = detail::make_dispatch(ctx, id, op);
@@ -48,7 +39,7 @@ Dispatch refit_matvec(Context& ctx, const Buffer& a, const Buffer& x, const Buff
   detail::need_bytes(op, "a", a, std::uint64_t{n} * n * 4);
   detail::need_bytes(op, "x", x, std::uint64_t{n} * 4);
   detail::need_bytes(op, "out", out, std::uint64_t{n} * 4);
-  require(out.id() != a.id() && out.id() != x.id(), "{}: the output is also an input", op);
+  refit_detail::outputs_apart(op, {{"out", out}}, {{"a", a}, {"x", x}});
   shader::RefitPush push{};
   push.rows = n;
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::refit_matvec, op);

@@ -197,13 +197,11 @@ double DeviceRefit::train_error() {
 void DeviceRefit::save() {
   Recorder rec(ctx_);
   for (Path& p : paths_) {
-    if (!p.saved_bits_u) {
-      p.saved_bits_u = ctx_.buffer(p.bits_u.size(), "fit.refit.saved");
-      p.saved_bits_v = ctx_.buffer(p.bits_v.size(), "fit.refit.saved");
-      p.saved_h = ctx_.buffer(p.h.size(), "fit.refit.saved");
-      p.saved_g = ctx_.buffer(p.g.size(), "fit.refit.saved");
+    if (p.saved.empty()) {
+      for (const Buffer* live : p.device_state()) p.saved.push_back(ctx_.buffer(live->size(), "fit.refit.saved"));
     }
-    rec.copy(p.bits_u, p.saved_bits_u).copy(p.bits_v, p.saved_bits_v).copy(p.h, p.saved_h).copy(p.g, p.saved_g);
+    const auto live = p.device_state();
+    for (std::size_t i = 0; i < live.size(); ++i) rec.copy(*live[i], p.saved[i]);
     p.saved_l = p.l_host;
   }
   rec.run();
@@ -211,15 +209,14 @@ void DeviceRefit::save() {
 
 void DeviceRefit::restore() {
   Recorder rec(ctx_);
-  for (std::uint32_t i = 0; i < paths_.size(); ++i) {
-    Path& p = paths_[i];
-    require(static_cast<bool>(p.saved_bits_u), "GPU refit: restore() before save()");
-    rec.copy(p.saved_bits_u, p.bits_u).copy(p.saved_bits_v, p.bits_v).copy(p.saved_h, p.h).copy(p.saved_g, p.g);
+  for (Path& p : paths_) {
+    require(!p.saved.empty(), "GPU refit: restore() before save()");
+    const auto live = p.device_state();
+    for (std::size_t i = 0; i < live.size(); ++i) rec.copy(p.saved[i], *live[i]);
     p.l_host = p.saved_l;
+    p.l.upload(p.l_host);
     p.cs_current = p.wcs_current = false;
   }
-  rec.run();
-  for (Path& p : paths_) p.l.upload(p.l_host);
   for (std::uint32_t i = 0; i < paths_.size(); ++i) record_factors(rec, i);
   rec.run();
 }

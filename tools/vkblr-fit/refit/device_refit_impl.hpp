@@ -28,9 +28,12 @@ struct DeviceRefit::Path {
   // or recompute_ncra when an old ℓ_k was 0.
   std::vector<float> g_rhs_scale;
   bool recompute_ncra = false;
-  // save() / restore()
-  Buffer saved_bits_u, saved_bits_v, saved_h, saved_g;
+  // save() / restore(): copies of device_state() and of ℓ
+  std::vector<Buffer> saved;
   std::vector<float> saved_l;
+
+  // What the device holds of the path itself (ℓ is the host's).
+  std::array<const Buffer*, 4> device_state() const { return {&bits_u, &bits_v, &h, &g}; }
 };
 
 // Scratch shared by the steps of every path.
