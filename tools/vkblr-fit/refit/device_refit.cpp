@@ -126,33 +126,23 @@ void DeviceRefit::ensure_products(std::uint32_t p) {
   path.cs_current = path.wcs_current = true;
 }
 
-void DeviceRefit::record_residual_times(Recorder& rec, std::uint32_t p, const DeviceMatrix& x, const DeviceMatrix& out,
-                                        const DeviceMatrix* w_times_x) {
-  if (w_times_x != nullptr) {
-    rec.copy(w_times_x->buffer, out.buffer, x.cols * std::uint64_t{shape_.m} * 4);
+void DeviceRefit::record_residual_product(Recorder& rec, std::uint32_t p, bool transpose, const DeviceMatrix& in,
+                                          const DeviceMatrix& out, const DeviceMatrix* w_times_in) {
+  if (w_times_in != nullptr) {
+    rec.copy(w_times_in->buffer, out.buffer, out.elements() * 4);
   } else {
-    rec.add(product(ctx_, w_, false, x, false, out));
+    rec.add(product(ctx_, w_, transpose, in, false, out));
   }
   DeviceMatrix& small = work_->rr_small;
+  small.rows = shape_.rank;
+  small.cols = in.cols;
   for (std::uint32_t q = 0; q < shape_.paths; ++q) {
     if (q == p) continue;
-    small.rows = shape_.rank;
-    small.cols = x.cols;
-    rec.add(product(ctx_, paths_[q].sg, true, x, false, small));
-    rec.add(product(ctx_, paths_[q].a, false, small, false, out, -1.0f, true));
-  }
-}
-
-void DeviceRefit::record_residual_t_times(Recorder& rec, std::uint32_t p, const DeviceMatrix& y,
-                                          const DeviceMatrix& out) {
-  rec.add(product(ctx_, w_, true, y, false, out));
-  DeviceMatrix& small = work_->rr_small;
-  for (std::uint32_t q = 0; q < shape_.paths; ++q) {
-    if (q == p) continue;
-    small.rows = shape_.rank;
-    small.cols = y.cols;
-    rec.add(product(ctx_, paths_[q].a, true, y, false, small));
-    rec.add(product(ctx_, paths_[q].sg, false, small, false, out, -1.0f, true));
+    // R·x: out −= A_q·(Sg_qᵀ·x); Rᵀ·y: out −= Sg_q·(A_qᵀ·y)
+    const DeviceMatrix& near = transpose ? paths_[q].sg : paths_[q].a;
+    const DeviceMatrix& far = transpose ? paths_[q].a : paths_[q].sg;
+    rec.add(product(ctx_, far, true, in, false, small));
+    rec.add(product(ctx_, near, false, small, false, out, -1.0f, true));
   }
 }
 

@@ -86,11 +86,10 @@ class DeviceRefit {
   void gather_c_blocks();
   // CS_p and WCS_p, recomputed when stale.
   void ensure_products(std::uint32_t p);
-  // out = R_p·x (x [n][k], out [m][k]); w_times_x: W·x when already known.
-  void record_residual_times(Recorder& rec, std::uint32_t p, const DeviceMatrix& x, const DeviceMatrix& out,
-                             const DeviceMatrix* w_times_x);
-  // out = R_pᵀ·y (y [m][k], out [n][k]).
-  void record_residual_t_times(Recorder& rec, std::uint32_t p, const DeviceMatrix& y, const DeviceMatrix& out);
+  // out = R_p·in (in [n][k], out [m][k]) or, transposed, R_pᵀ·in (in [m][k],
+  // out [n][k]); w_times_in: W·in (or Wᵀ·in) when already known.
+  void record_residual_product(Recorder& rec, std::uint32_t p, bool transpose, const DeviceMatrix& in,
+                               const DeviceMatrix& out, const DeviceMatrix* w_times_in = nullptr);
   // A_p and Sg_p from the bitmaps and scales.
   void record_factors(Recorder& rec, std::uint32_t p);
   // One round over the S_V rows [row0, row0 + rows) of path p: records the

@@ -36,7 +36,7 @@ void DeviceRefit::refit_l(std::uint32_t p) {
   rec.add(product(ctx_, su, true, su, false, gram_u));
   rec.add(product(ctx_, path.sg, true, path.cs, false, gram_v));
   rec.add(ops::refit_hadamard(ctx_, gram_u.buffer, gram_v.buffer, std::uint64_t{r} * r));
-  record_residual_times(rec, p, path.cs, rcs, path.wcs_current ? &path.wcs : nullptr);
+  record_residual_product(rec, p, false, path.cs, rcs, path.wcs_current ? &path.wcs : nullptr);
   rec.fill(work.rhs_l, 0);
   rec.add(ops::colsum_prod(ctx_, su.buffer, rcs.buffer, work.rhs_l, m, r));
   rec.run();
@@ -87,7 +87,7 @@ void DeviceRefit::refit_g(std::uint32_t p) {
   DeviceMatrix& ga = work.rr[0];
   Recorder rec(ctx_);
   if (path.recompute_ncra || work.ncra_path != p || path.g_rhs_scale.size() != r) {
-    record_residual_t_times(rec, p, path.a, work.nr[0]);
+    record_residual_product(rec, p, true, path.a, work.nr[0]);
     rec.add(product(ctx_, c_, false, work.nr[0], false, work.ncra, -1.0f));
     path.g_rhs_scale.assign(r, -1.0f);
     path.recompute_ncra = false;

@@ -27,7 +27,7 @@ void DeviceRefit::refit_u(std::uint32_t p) {
   rec.add(ops::scale_acc(ctx_, path.sg.buffer, path.l, bt.buffer, n, r, false));
   rec.add(ops::scale_acc(ctx_, path.cs.buffer, path.l, cbt.buffer, n, r, false));
   rec.add(product(ctx_, bt, true, cbt, false, q));
-  record_residual_times(rec, p, path.cs, scratch, &path.wcs);
+  record_residual_product(rec, p, false, path.cs, scratch, &path.wcs);
   rec.add(ops::scale_acc(ctx_, scratch.buffer, path.l, pm.buffer, m, r, false));
   rec.add(ops::expand_f32(ctx_, path.bits_u, nullptr, nullptr, scratch.buffer, m, r));
   rec.add(product(ctx_, scratch, false, q, false, qs));
@@ -55,7 +55,7 @@ VStepStats DeviceRefit::refit_v(std::uint32_t p) {
     path.cs_current = true;
   }
   rec.add(product(ctx_, path.a, true, path.a, false, qa));
-  record_residual_t_times(rec, p, path.a, ra);
+  record_residual_product(rec, p, true, path.a, ra);
   rec.add(product(ctx_, c_, false, ra, false, work.ncra, -1.0f));
   work.ncra_path = p;
   VStepStats stats;
