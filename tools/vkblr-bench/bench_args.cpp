@@ -75,4 +75,25 @@ vkblr::GemmTile parse_gemm_tile(std::string_view text) {
   return t;
 }
 
+GemmSize parse_gemm_f32_shape(std::string_view text) {
+  const auto v = parse_numbers(text, 'x', 3, 3, "MxNxK");
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (v[i] == 0) {
+      throw std::invalid_argument(std::format("shape {}: {} = 0 (the f32 GEMM's sizes are >= 1)", text, "mnk"[i]));
+    }
+  }
+  return {v[0], v[1], v[2]};
+}
+
+vkblr::ops::GemmF32Tile parse_gemm_f32_tile(std::string_view text) {
+  const auto v = parse_numbers(text, ',', 5, 5, "bm,bn,bk,tm,tn");
+  vkblr::ops::GemmF32Tile t;
+  t.bm = v[0];
+  t.bn = v[1];
+  t.bk = v[2];
+  t.tm = v[3];
+  t.tn = v[4];
+  return t;
+}
+
 }  // namespace bench

@@ -40,25 +40,15 @@ double sampled_error(const std::vector<float>& a, const std::vector<float>& b, c
 
 }  // namespace
 
+bool failed(const GemmF32Result& r) { return !r.error.empty() || (r.check_error >= 0 && !(r.check_error <= r.k + 2)); }
+
 std::vector<GemmF32Result> run_gemm_f32_bench(vkblr::Context& ctx, const GemmF32BenchOptions& o) {
   std::vector<GemmF32Result> out;
   for (const auto& [m, n, k] : o.shapes) {
-    // random inputs (never zeros: they run faster than real data)
-    const auto a_h = random_floats(std::size_t{m} * k, 1);
-    const auto b_h = random_floats(std::size_t{k} * n, 2);
-    vkblr::Buffer a = ctx.upload(a_h), b = ctx.upload(b_h);
-    vkblr::Buffer result = ctx.buffer(std::size_t{m} * n * 4);
-    vkblr::ops::GemmF32 shape{.m = m, .n = n, .k = k, .trans_a = o.trans_a, .trans_b = o.trans_b};
     std::vector<vkblr::ops::GemmF32Tile> tiles = o.tiles;
     if (tiles.empty()) tiles = {vkblr::ops::gemm_f32_tile_for(ctx, m, n)};
-    for (const auto& tile : tiles) {
-      GemmF32Result r;
-      r.m = m;
-      r.n = n;
-      r.k = k;
-      r.trans_a = o.trans_a;
-      r.trans_b = o.trans_b;
-      r.tile = tile.to_string();
+    auto result_of = [&](const vkblr::ops::GemmF32Tile* tile) {
+      GemmF32Result r = result_of(&tile);
       try {
         const vkblr::Dispatch d = vkblr::ops::gemm_f32(ctx, a, b, result, shape, &tile);
         r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(d); });

@@ -16,7 +16,7 @@
 namespace bench {
 
 struct GemmF32BenchOptions {
-  std::vector<std::array<std::uint32_t, 3>> shapes;
+  std::vector<std::array<std::uint32_t, 3>> shapes;  // m, n, k (bench_args.hpp)
   bool trans_a = false, trans_b = false;
   std::vector<vkblr::ops::GemmF32Tile> tiles;  // empty: the library's choice
   std::uint32_t warmup = 5;
@@ -34,6 +34,11 @@ struct GemmF32Result {
   double check_error = -1;  // sampled max |out - ref| / Σ|a·b|, in f32 epsilons; -1 = not checked
 };
 
+// A case that did not run, or whose --check failed.
+bool failed(const GemmF32Result& r);
+
+// A case that cannot run (too large for the device, a tile the device
+// refuses) is a result with `error` set.
 std::vector<GemmF32Result> run_gemm_f32_bench(vkblr::Context& ctx, const GemmF32BenchOptions& options);
 std::string format_gemm_f32_result(const GemmF32Result& r);
 nlohmann::json to_json(const GemmF32Result& r);

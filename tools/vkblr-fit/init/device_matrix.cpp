@@ -32,27 +32,50 @@ std::vector<double> download_matrix(const DeviceMatrix& m) {
   return {values.begin(), values.end()};
 }
 
+MatrixBlock all_of(const DeviceMatrix& m) { return {&m, 0, m.rows, 0, m.cols}; }
+
+MatrixBlock row_block(const DeviceMatrix& m, std::uint32_t row0, std::uint32_t rows) {
+  return block_of(m, row0, rows, 0, m.cols);
+}
+
+MatrixBlock block_of(const DeviceMatrix& m, std::uint32_t row0, std::uint32_t rows, std::uint32_t col0,
+                     std::uint32_t cols) {
+  require(rows >= 1 && cols >= 1 && std::uint64_t{row0} + rows <= m.rows && std::uint64_t{col0} + cols <= m.cols,
+          "device matrix: block of rows {}..{}, columns {}..{} of a {}×{} matrix", row0, std::uint64_t{row0} + rows,
+          col0, std::uint64_t{col0} + cols, m.rows, m.cols);
+  return {&m, row0, rows, col0, cols};
+}
+
 Dispatch product(Context& ctx, const DeviceMatrix& a, bool trans_a, const DeviceMatrix& b, bool trans_b,
                  const DeviceMatrix& out, float alpha, bool accumulate) {
+  return product(ctx, all_of(a), trans_a, all_of(b), trans_b, all_of(out), alpha, accumulate);
+}
+
+Dispatch product(Context& ctx, const MatrixBlock& a, bool trans_a, const MatrixBlock& b, bool trans_b,
+                 const MatrixBlock& out, float alpha, bool accumulate) {
   const std::uint32_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
   const std::uint32_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
   require(k == kb && out.rows == m && out.cols == n,
-          "device product: op(a) {}×{} · op(b) {}×{} into {}×{}: shapes do not match", m, k, kb, n, out.rows,
-          out.cols);
-  require(out.buffer.id() != a.buffer.id() && out.buffer.id() != b.buffer.id(),
+          "device product: op(a) {}×{} · op(b) {}×{} into {}×{}: shapes do not match", m, k, kb, n, out.rows, out.cols);
+  const std::uint64_t out_id = out.matrix->buffer.id();
+  require(out_id != a.matrix->buffer.id() && out_id != b.matrix->buffer.id(),
           "device product: the output is an operand");
+  const auto offset = [](const MatrixBlock& x) { return std::uint64_t{x.row0} * x.matrix->cols + x.col0; };
   ops::GemmF32 shape;
   shape.m = m;
   shape.n = n;
   shape.k = k;
   shape.trans_a = trans_a;
   shape.trans_b = trans_b;
-  shape.lda = a.cols;
-  shape.ldb = b.cols;
-  shape.ldo = out.cols;
+  shape.lda = a.matrix->cols;
+  shape.ldb = b.matrix->cols;
+  shape.ldo = out.matrix->cols;
+  shape.a_offset = offset(a);
+  shape.b_offset = offset(b);
+  shape.out_offset = offset(out);
   shape.alpha = alpha;
   shape.accumulate = accumulate;
-  return ops::gemm_f32(ctx, a.buffer, b.buffer, out.buffer, shape);
+  return ops::gemm_f32(ctx, a.matrix->buffer, b.matrix->buffer, out.matrix->buffer, shape);
 }
 
 }  // namespace vkblr::fit

@@ -44,4 +44,22 @@ std::vector<double> download_matrix(const DeviceMatrix& m);
 Dispatch product(Context& ctx, const DeviceMatrix& a, bool trans_a, const DeviceMatrix& b, bool trans_b,
                  const DeviceMatrix& out, float alpha = 1.0f, bool accumulate = false);
 
+// A block of a device matrix, rows [row0, row0 + rows) × columns
+// [col0, col0 + cols), as an operand or output of product() (addressed by
+// offsets and the matrix's row length, no copy).
+struct MatrixBlock {
+  const DeviceMatrix* matrix = nullptr;
+  std::uint32_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+};
+// All of `m`; its rows [row0, row0 + rows); or a block of rows and columns.
+// Throw vkblr::Error for an empty block or one past the matrix's end.
+MatrixBlock all_of(const DeviceMatrix& m);
+MatrixBlock row_block(const DeviceMatrix& m, std::uint32_t row0, std::uint32_t rows);
+MatrixBlock block_of(const DeviceMatrix& m, std::uint32_t row0, std::uint32_t rows, std::uint32_t col0,
+                     std::uint32_t cols);
+
+// product() on blocks: op(a) is the block [rows][cols] or its transpose.
+Dispatch product(Context& ctx, const MatrixBlock& a, bool trans_a, const MatrixBlock& b, bool trans_b,
+                 const MatrixBlock& out, float alpha = 1.0f, bool accumulate = false);
+
 }  // namespace vkblr::fit

@@ -8,8 +8,7 @@
 namespace vkblr::fit {
 
 LowRankTerm path_factors(Context& ctx, const BlrPathInit& path, const LayerShape& shape) {
-  const LayerShape one_path{shape.m, shape.n, shape.rank, 1};
-  check_path_sizes(one_path, std::span(&path, 1), "path_factors");
+  check_path_sizes({shape.m, shape.n, shape.rank, 1}, std::span(&path, 1), "path_factors");
   const Buffer bits_u = ctx.upload(path.bits_u, "fit.init.bits_u");
   const Buffer bits_v = ctx.upload(path.bits_v, "fit.init.bits_v");
   const Buffer h = ctx.upload(path.h, "fit.init.h");
