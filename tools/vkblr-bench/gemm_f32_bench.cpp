@@ -7,6 +7,8 @@
 #include <format>
 #include <random>
 
+#include "memory_need.hpp"
+
 namespace bench {
 namespace {
 
