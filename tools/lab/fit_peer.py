@@ -108,7 +108,7 @@ def cmd_families(a):
         w, x = family(name, m, n, a.tokens + a.held_out, a.rank, a.seed, "cuda", a.spectrum_rank)
         tag = name if not a.spectrum_rank else f"{name}{a.spectrum_rank}"
         np.save(os.path.join(a.out, f"{tag}.w.npy"), w.cpu().numpy())
-        np.save(os.path.join(a.out, f"{tag}.x.npy"), x.cpu().numpy())
+        np.save(os.path.join(a.out, f"{tag}.x.npy"), (x.half() if a.x_f16 else x).cpu().numpy())
         print(f"{name}: W {m}x{n}, X {x.shape[0]}x{n} in {time.time() - t0:.1f} s", flush=True)
 
 
@@ -204,7 +204,7 @@ def held_out_error(w_hat, w, xh):
 def cmd_train(a):
     dev = "cuda"
     w = torch.from_numpy(np.load(a.w)).to(dev)
-    x = torch.from_numpy(np.load(a.x)).to(dev)
+    x = torch.from_numpy(np.load(a.x)).to(dev).float()
     train = x[: x.shape[0] - a.held_out]
     xh = x[x.shape[0] - a.held_out:]
     batches = train.shape[0] // a.batch
@@ -291,6 +291,7 @@ def main():
     f.add_argument("--rank", type=int, default=384)
     f.add_argument("--seed", type=int, default=1)
     f.add_argument("--family", default="default,exponential,planted")
+    f.add_argument("--x-f16", action="store_true", help="write X as f16 (half the file)")
     f.add_argument("--spectrum-rank", type=int, default=0,
                    help="exponential: the s of exp(-i/(s/6)) (0: the rank); the files are then named exponential<s>")
     t = sub.add_parser("train")

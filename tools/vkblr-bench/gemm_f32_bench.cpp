@@ -49,8 +49,40 @@ std::vector<GemmF32Result> run_gemm_f32_bench(vkblr::Context& ctx, const GemmF32
   for (const auto& [m, n, k] : o.shapes) {
     std::vector<vkblr::ops::GemmF32Tile> tiles = o.tiles;
     if (tiles.empty()) tiles = {vkblr::ops::gemm_f32_tile_for(ctx, m, n)};
-    auto result_of = [&](const vkblr::ops::GemmF32Tile* tile) {
-      GemmF32Result r = result_of(&tile);
+    auto report = [&](GemmF32Result r) {
+      out.push_back(r);
+      if (!o.quiet) std::fprintf(stderr, "%s\n", format_gemm_f32_result(r).c_str());
+    };
+    GemmF32Result base;
+    base.m = m;
+    base.n = n;
+    base.k = k;
+    base.trans_a = o.trans_a;
+    base.trans_b = o.trans_b;
+    std::vector<float> a_h, b_h;
+    vkblr::Buffer a, b, result;
+    try {
+      const double a_bytes = 4.0 * m * k, b_bytes = 4.0 * k * n, out_bytes = 4.0 * m * n;
+      MemoryNeed need;
+      need.largest_buffer = std::max({a_bytes, b_bytes, out_bytes});
+      need.device_bytes = a_bytes + b_bytes + out_bytes + need.largest_buffer;  // + staging
+      need.host_bytes = a_bytes + b_bytes + (o.check ? out_bytes : 0);
+      require_fits(ctx.caps(), need, std::format("gemm-f32 {}x{}x{}", m, n, k));
+      // random inputs (never zeros: they run faster than real data)
+      a_h = random_floats(std::size_t{m} * k, 1);
+      b_h = random_floats(std::size_t{k} * n, 2);
+      a = ctx.upload(a_h);
+      b = ctx.upload(b_h);
+      result = ctx.buffer(std::size_t{m} * n * 4);
+    } catch (const std::exception& e) {  // vkblr::Error, or host memory: the shape fails
+      base.error = e.what();
+      report(base);
+      continue;
+    }
+    const vkblr::ops::GemmF32 shape{.m = m, .n = n, .k = k, .trans_a = o.trans_a, .trans_b = o.trans_b};
+    for (const auto& tile : tiles) {
+      GemmF32Result r = base;
+      r.tile = tile.to_string();
       try {
         const vkblr::Dispatch d = vkblr::ops::gemm_f32(ctx, a, b, result, shape, &tile);
         r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(d); });
@@ -59,8 +91,7 @@ std::vector<GemmF32Result> run_gemm_f32_bench(vkblr::Context& ctx, const GemmF32
       } catch (const vkblr::Error& e) {
         r.error = e.what();
       }
-      out.push_back(r);
-      if (!o.quiet) std::fprintf(stderr, "%s\n", format_gemm_f32_result(r).c_str());
+      report(r);
     }
   }
   return out;

@@ -12,16 +12,19 @@
 #include "vkblr-fit/bpw.hpp"
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/fit_checkpoint.hpp"
-#include "vkblr-fit/fit_inputs.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"
 #include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init_paths.hpp"
-#include "vkblr-fit/input_range.hpp"
-#include "vkblr-fit/metrics.hpp"
+#include "vkblr-fit/io/calibration.hpp"
+#include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/progress.hpp"
 #include "vkblr-fit/refit.hpp"
+#include "vkblr-fit/refit/gpu_refit.hpp"
+#include "vkblr-fit/report/device_metrics.hpp"
+#include "vkblr-fit/report/stages.hpp"
+#include "vkblr-fit/train/fit_batches.hpp"
 #include "vkblr-fit/skip_guard.hpp"
 #include "vkblr-fit/svg_chart.hpp"
 #include "vkblr/error.hpp"
@@ -37,61 +40,45 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The batches on the device, this rank's parts of each (fit_ranks.hpp):
-// inputs and their dense targets y* = X·Wᵀ (one f16 GEMM per part,
-// computed once). Batch b's parts are entries [b·parts, (b+1)·parts).
-struct DeviceBatches {
-  std::size_t parts = 1;
-  std::vector<Buffer> x, target;            // training
-  std::vector<Buffer> x_eval, target_eval;  // held out
-  double train_target_sq = 0;               // mean over batches of ‖y*‖² (every rank's parts)
-  double eval_target_sq = 0;                // Σ over held-out batches of ‖y*‖² (every rank's parts)
-  std::size_t batches() const { return x.size() / parts; }
-  std::size_t eval_batches() const { return x_eval.size() / parts; }
-};
-
-// ‖b‖² of a device buffer of n floats, through sumsq (64 partials summed in f64).
-double device_sumsq(Context& ctx, const Buffer& b, std::uint32_t n, const Buffer& partials) {
-  Recorder rec(ctx);
-  rec.add(ops::sumsq(ctx, b, n, partials));
-  rec.run();
-  double s = 0;
-  for (float p : partials.download<float>(ops::kSumsqPartials)) s += p;
-  return s;
+// Where a run's W and X come from (options resolved).
+DataSpec data_spec(const FitOptions& o, std::uint32_t layer_rank) {
+  DataSpec d;
+  d.weight_path = o.weight_path;
+  d.weight_tensor = o.tensor;
+  d.activations_path = o.activations_path;
+  d.activations_tensor = o.activations_tensor;
+  d.train_tokens = o.tokens;
+  d.held_out_tokens = o.held_out;
+  d.family = o.synthetic == "exponential" ? DataSpec::Family::exponential
+             : o.synthetic == "planted"   ? DataSpec::Family::planted
+                                          : DataSpec::Family::standard;
+  d.synthetic_m = o.synthetic_m;
+  d.synthetic_n = o.synthetic_n;
+  d.family_rank = o.synthetic_rank ? o.synthetic_rank : layer_rank;
+  d.activation_decay = o.activation_decay;
+  d.seed = o.seed;
+  return d;
 }
 
-// Collective (FitRanks::sum once per batch).
-DeviceBatches upload_batches(Context& ctx, FitRanks& ranks, const FitInputs& in, std::uint32_t batch,
-                             std::span<const FitSlice> parts) {
-  const auto m = static_cast<std::uint32_t>(in.w.rows), n = static_cast<std::uint32_t>(in.w.cols);
-  Buffer plane = ctx.upload(to_f16(in.w.values), "fit.w16");
-  Buffer act16 = ctx.buffer(std::uint64_t{batch} * n * 2, "fit.x16");
-  Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.partials");
-  DeviceBatches d;
-  d.parts = parts.size();
-  auto add = [&](const Matrix& x, std::vector<Buffer>& xs, std::vector<Buffer>& ts) {
-    double sq = 0;
-    for (std::size_t first = 0; first + batch <= x.rows; first += batch) {
-      double batch_sq = 0;  // this rank's parts, in order
-      for (const FitSlice& part : parts) {
-        const std::span<const float> rows(x.values.data() + (first + part.first) * n, std::size_t{part.count} * n);
-        xs.push_back(ctx.upload(rows, "fit.x"));
-        ts.push_back(ctx.buffer(std::uint64_t{part.count} * m * 4, "fit.target"));
-        Recorder rec(ctx);
-        rec.add(plane_linear(ctx, plane, xs.back(), act16, ts.back(), part.count, m, n, 1.0f));
-        rec.run();
-        batch_sq += device_sumsq(ctx, ts.back(), part.count * m, partials);
-      }
-      sq += ranks.sum(batch_sq, "the targets' squared norm");
-    }
-    return sq;
-  };
-  d.train_target_sq = add(in.x_train, d.x, d.target) / static_cast<double>(in.x_train.rows / batch);
-  d.eval_target_sq = add(in.x_held_out, d.x_eval, d.target_eval);
-  const std::string inputs = std::format("W {}, X {}", in.weight_source, in.activation_source);
-  check_target_norm(d.train_target_sq, "training", inputs);
-  check_target_norm(d.eval_target_sq, "held-out", inputs);
-  return d;
+// The layer's rank before the data is read: --rank, or from --bpw with
+// the synthetic shape (the families' rank); files: resolved after reading.
+std::uint32_t synthetic_rank_hint(const FitOptions& o) {
+  if (o.rank) return o.rank;
+  if (!o.weight_path.empty() || o.synthetic_m == 0) return 0;
+  return rank_for_bpw(o.synthetic_m, o.synthetic_n, o.paths, o.scale_dtype, o.bpw);
+}
+
+// The host copies the subspace init reads (--init subspace or best): W
+// and the training tokens, f32.
+Matrix host_weight(const DeviceData& data) {
+  Matrix w(data.m, data.n);
+  w.values = data.w.buffer.download<float>(w.values.size());
+  return w;
+}
+Matrix host_training_tokens(const DeviceData& data) {
+  Matrix x(data.train_tokens, data.n);
+  x.values = from_f16(data.x16.download<std::uint16_t>(x.values.size()));
+  return x;
 }
 
 // Warm-up then cosine decay to zero over `steps`.
@@ -136,8 +123,8 @@ std::uint64_t total_flips(Context& ctx, BlrTrainer& trainer, std::uint64_t* osci
   return flips;
 }
 
-LayerShape layer_shape_for(const FitOptions& o, const Matrix& w) {
-  LayerShape shape{static_cast<std::uint32_t>(w.rows), static_cast<std::uint32_t>(w.cols), o.rank, o.paths};
+LayerShape layer_shape_for(const FitOptions& o, std::uint32_t m, std::uint32_t n) {
+  LayerShape shape{m, n, o.rank, o.paths};
   if (shape.rank == 0) shape.rank = rank_for_bpw(shape.m, shape.n, shape.paths, o.scale_dtype, o.bpw);
   check_layer_shape(shape, o.rank ? "--rank" : "--bpw");
   return shape;
@@ -147,15 +134,15 @@ LayerShape layer_shape_for(const FitOptions& o, const Matrix& w) {
 // {"weight": "as fitted" | "other", "activations": ...}, with a warning on
 // stderr for each other one (evaluating on other tokens is a use; on
 // another W, rarely).
-nlohmann::json compare_inputs(const std::string& result_path, const InputChecksums& fitted, const FitInputs& in) {
+nlohmann::json compare_inputs(const std::string& result_path, const InputChecksums& fitted, const DeviceData& in) {
   const auto compare = [&](const char* what, const std::string& source, std::uint64_t given, std::uint64_t fit) {
     if (given == fit) return "as fitted";
     std::fprintf(stderr, "vkblr-fit: warning: %s %s is not the one %s was fitted to (checksum %s, the fit's %s)\n",
                  what, source.c_str(), result_path.c_str(), checksum_hex(given).c_str(), checksum_hex(fit).c_str());
     return "other";
   };
-  return {{"weight", compare("W", in.weight_source, in.checksums.weight, fitted.weight)},
-          {"activations", compare("X", in.activation_source, in.checksums.activations, fitted.activations)}};
+  return {{"weight", compare("W", in.weight_source, in.weight_hash, fitted.weight)},
+          {"activations", compare("X", in.activation_source, in.activation_hash, fitted.activations)}};
 }
 
 }  // namespace
@@ -189,49 +176,66 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   const std::vector<FitSlice> parts = rank_parts(ranks, o.batch, o.micro_batches);
   // rank 0 writes the files and prints; the others compute alike, quietly
   const bool writer = ranks.rank() == 0;
-  const ProgressStyle style = progress_style_for(stderr, o.quiet || !writer);
-  auto say = [&](const std::string& line) {
-    if (style != ProgressStyle::quiet) std::fprintf(stderr, "%s\n", line.c_str());
-  };
+  StageProgress stages(ctx, stderr, progress_style_for(stderr, o.quiet || !writer));
 
   // the outputs are checked before any work (fit_outputs.hpp)
   const FitOutputPaths outputs = fit_output_paths(o);
   if (writer) {
     const std::size_t stale = prepare_fit_outputs(outputs, o);
-    if (stale > 0) say(std::format("removed {} stale temporary file(s) of {}.*", stale, o.out));
+    if (stale > 0) stages.say(std::format("removed {} stale temporary file(s) of {}.*", stale, o.out));
   }
-  const FitInputs in = load_fit_inputs(o);
-  const LayerShape shape = layer_shape_for(o, in.w);
+
+  // load: W and X on the device once (io/device_data.hpp)
+  stages.begin(Stage::load, 1, "inputs");
+  const DeviceData data = load_device_data(ctx, data_spec(o, synthetic_rank_hint(o)));
+  const InputChecksums checksums{data.weight_hash, data.activation_hash};
+  const LayerShape shape = layer_shape_for(o, data.m, data.n);
   const BitsPerWeight bpw = bits_per_weight(shape, o.scale_dtype);
-  say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({})", shape.m, shape.n,
-                  in.weight_source, in.x_train.rows, in.x_held_out.rows, in.activation_source));
-  say(std::format("layer: {} paths of rank {}; {}", shape.paths, shape.rank, bpw.formula()));
+  stages.update(1);
+  stages.end();
+  stages.say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({})", shape.m, shape.n,
+                         data.weight_source, data.train_tokens, data.held_out_tokens, data.activation_source));
+  stages.say(std::format("layer: {} paths of rank {}; {}", shape.paths, shape.rank, bpw.formula()));
   if (ranks.size() > 1 || o.micro_batches > 1) {
-    say(std::format("batches of {} tokens: {} rank(s) x {} micro-batch(es) of {} tokens", o.batch, ranks.size(),
-                    o.micro_batches, parts.front().count));
+    stages.say(std::format("batches of {} tokens: {} rank(s) x {} micro-batch(es) of {} tokens", o.batch,
+                           ranks.size(), o.micro_batches, parts.front().count));
   }
+
+  // statistics: the dense targets of every batch, their norms; C = XᵀX/T
+  // for the refit
+  const bool refit = o.resume.empty() && o.refit_sweeps > 0;
+  stages.begin(Stage::statistics, refit ? 2 : 1, "products");
+  const FitBatches batches = make_fit_batches(ctx, ranks, data, o.batch, parts);
+  stages.update(1);
+  std::optional<DeviceMatrix> calibration;
+  if (refit) {
+    calibration = calibration_gram(ctx, data);
+    stages.update(2);
+  }
+  stages.end();
+  DeviceMetrics metrics(ctx, data.w, data.tokens(data.train_tokens, data.held_out_tokens), data.held_out_tokens);
 
   // init (--init) on every rank (the same on each: the trainer's start-up
   // check compares the layers); a resumed run restores it from the checkpoint
   std::vector<BlrPathInit> init_paths;
   if (o.resume.empty()) {
-    const Clock::time_point t0 = Clock::now();
-    const std::vector<double> w64(in.w.values.begin(), in.w.values.end());
-    const DeviceMatrix w_device = upload_matrix(ctx, w64, shape.m, shape.n, "fit.w");
-    InitResult init = initial_paths(ctx, w_device, in.w, in.x_train, shape, o.init, o.seed);
+    stages.begin(Stage::init, 1, "layers");
+    const bool host = o.init != InitMethod::dual_svid;  // the subspace init runs on the host
+    InitResult init = initial_paths(ctx, data.w, host ? host_weight(data) : Matrix{},
+                                    o.init == InitMethod::best ? host_training_tokens(data) : Matrix{}, shape, o.init,
+                                    o.seed);
     init_paths = std::move(init.paths);
+    stages.update(1);
+    stages.end();
     std::string found;
     for (const std::uint32_t k : init.subspace.found) found += std::format("{}{}", found.empty() ? "" : ", ", k);
     if (o.init == InitMethod::best) {
-      say(std::format("init: training-token error Dual-SVID {:.4e}, subspace {:.4e} (binary vectors found per "
-                      "path: {}, of rank {}); kept {}, in {:.1f} s",
-                      init.dual_svid_error, init.subspace_error, found, shape.rank, init_method_name(init.used),
-                      seconds_since(t0)));
+      stages.say(std::format("init: training-token error Dual-SVID {:.4e}, subspace {:.4e} (binary vectors found "
+                             "per path: {}, of rank {}); kept {}",
+                             init.dual_svid_error, init.subspace_error, found, shape.rank,
+                             init_method_name(init.used)));
     } else if (o.init == InitMethod::subspace) {
-      say(std::format("subspace init in {:.1f} s; binary vectors found per path: {}, of rank {}", seconds_since(t0),
-                      found, shape.rank));
-    } else {
-      say(std::format("Dual-SVID init in {:.1f} s", seconds_since(t0)));
+      stages.say(std::format("subspace init: binary vectors found per path: {}, of rank {}", found, shape.rank));
     }
   } else {
     // placeholder values of the right shape; the checkpoint overwrites them
@@ -243,66 +247,64 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     }
   }
   BlrLayer layer = make_blr_layer(ctx, shape.m, shape.n, shape.rank, init_paths, false);
-  const DeviceBatches data = upload_batches(ctx, ranks, in, o.batch, parts);
   const std::unique_ptr<FitTrainer> trainer =
-      ranks.make_trainer(ctx, layer, o.batch, o.micro_batches, trainer_config(o, data.train_target_sq));
-  for (std::size_t b = 0; b < data.batches(); ++b) {
-    trainer->add_batch(std::span(data.x).subspan(b * data.parts, data.parts),
-                       std::span(data.target).subspan(b * data.parts, data.parts));
-  }
-  for (std::size_t b = 0; b < data.eval_batches(); ++b) {
-    trainer->add_eval_batch(std::span(data.x_eval).subspan(b * data.parts, data.parts),
-                            std::span(data.target_eval).subspan(b * data.parts, data.parts));
-  }
+      ranks.make_trainer(ctx, layer, o.batch, o.micro_batches, trainer_config(o, batches.train_target_sq));
+  add_fit_batches(*trainer, batches);
 
-  // the host-side metrics are rank 0's alone (its report); the held-out
-  // error is collective, measured with the scales as stored (best_layer.hpp)
+  // the held-out error is collective, measured with the scales as stored
+  // (best_layer.hpp); the weight-space errors are measured on the device
   const auto held_out_as_stored = [&] {
-    return held_out_error_as_stored(*trainer, layer, o.scale_dtype, data.eval_batches(), data.eval_target_sq);
+    return held_out_error_as_stored(*trainer, layer, o.scale_dtype, batches.eval_batches(), batches.eval_target_sq);
   };
-  const nlohmann::json key = resume_key(o, shape, in.checksums);
+  const nlohmann::json key = resume_key(o, shape, checksums);
   FitProgress prog;
   if (o.resume.empty()) {
     prog.init.output = held_out_as_stored();
     prog.best.offer(prog.init.output, 0, LayerStage::init, [&] { return init_paths; });
-    if (writer) {
-      const MatrixF64 w_hat = reconstruct_weight(shape, as_stored(init_paths, o.scale_dtype));
-      prog.init.weight = relative_weight_error(w_hat, in.w);
-      prog.init.activation_weighted = activation_weighted_error(w_hat, in.w, in.x_held_out);
-    }
+    const WeightErrors we = metrics.errors(shape, as_stored(init_paths, o.scale_dtype));
+    prog.init.weight = we.weight;
+    prog.init.activation_weighted = we.activation_weighted;
   } else {
     // every rank reads the file; the check makes sure they read the same
     prog = restore_fit_checkpoint(o.resume, key, o, shape, layer, trainer->trainer());
     trainer->check_agreement();
-    say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
+    stages.say(std::format("resumed from {} at step {}", o.resume, prog.next_step));
   }
-  say(std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
-  // host refit (refit.hpp): output-aware binary least squares on the
-  // training tokens; part of training (the report's init stays the init's)
-  if (o.resume.empty() && o.refit_sweeps > 0) {
-    const Clock::time_point t0 = Clock::now();
-    const RefitStats rs = refit_paths(in.w, in.x_train, shape, init_paths, {.sweeps = o.refit_sweeps});
+  stages.say(
+      std::format("init: held-out output error {:.4e}, weight error {:.4e}", prog.init.output, prog.init.weight));
+
+  // refit on the device (refit/gpu_refit.hpp): output-aware binary least
+  // squares on the training tokens through C; part of training (the
+  // report's init stays the init's)
+  if (refit) {
+    stages.begin(Stage::refit, 1, "refits");
+    const GpuRefitStats rs = gpu_refit_paths(ctx, data.w, *calibration, batches.train_target_sq / o.batch, shape,
+                                             init_paths, {.sweeps = o.refit_sweeps});
+    calibration.reset();
     upload_paths(layer, init_paths);
     for (SignMatrix& sm : trainer->trainer().signs()) sm.reinit(ctx);
-    trainer->check_agreement();  // every rank refit alike (a host computation on each)
+    trainer->check_agreement();  // every rank refit alike (the same device computation on each)
     const double refit_error = held_out_as_stored();
     prog.best.offer(refit_error, 0, LayerStage::refit, [&] { return init_paths; });
-    say(std::format("refit: {} sweeps in {:.1f} s, {} signs changed; training-token error {:.4e} -> {:.4e}, "
-                    "held-out output error {:.4e}",
-                    o.refit_sweeps, seconds_since(t0), rs.sign_changes, rs.train_error_before, rs.train_error_after,
-                    refit_error));
+    stages.update(1);
+    stages.end();
+    stages.say(std::format("refit: {} of {} sweeps kept, {} signs changed; training-token error {:.4e} -> {:.4e}, "
+                           "held-out output error {:.4e}",
+                           rs.sweeps_kept, o.refit_sweeps, rs.sign_changes, rs.train_error.front(),
+                           rs.train_error[rs.sweeps_kept], refit_error));
   }
 
-  // training: one replayed graph per step (per part and an update with
+  // train: one replayed graph per step (per part and an update with
   // micro-batches or ranks)
-  ProgressReporter progress(stderr, style, o.steps);
+  stages.begin(Stage::train, o.steps, "steps");
+  stages.update(prog.next_step);
   std::uint64_t flips_before = total_flips(ctx, trainer->trainer(), nullptr);
   std::uint32_t last_eval_step = prog.next_step;
   double train_s = prog.train_s;
   SkipGuard skip_guard(o);
   for (std::uint32_t s = prog.next_step; s < o.steps; ++s) {
     const Clock::time_point t0 = Clock::now();
-    const StepResult step = trainer->step(s % data.batches(), schedule(o.sign_lr, s, o.steps, *o.warmup),
+    const StepResult step = trainer->step(s % batches.batches(), schedule(o.sign_lr, s, o.steps, *o.warmup),
                                           schedule(o.scale_lr, s, o.steps, *o.warmup));
     train_s += seconds_since(t0);
     skip_guard.after_step(s, step.applied, trainer->trainer().skipped());
@@ -312,10 +314,12 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
       prog.curve.push_back({s + 1, err});
       prog.best.offer(err, s + 1, LayerStage::training, [&] { return download_paths(layer); });
       const std::uint64_t flips = total_flips(ctx, trainer->trainer(), nullptr);
-      progress.update({s + 1, err,
-                       static_cast<double>(flips - flips_before) / std::max<std::uint32_t>(1, s + 1 - last_eval_step),
-                       static_cast<double>(s + 1 - prog.next_step) * o.batch / std::max(train_s - prog.train_s, 1e-9),
-                       seconds_since(t_start)});
+      const double flips_per_step =
+          static_cast<double>(flips - flips_before) / std::max<std::uint32_t>(1, s + 1 - last_eval_step);
+      const double tokens_per_s =
+          static_cast<double>(s + 1 - prog.next_step) * o.batch / std::max(train_s - prog.train_s, 1e-9);
+      stages.update(s + 1, std::format("held-out {:.4e}  {:.0f} flips/step  {:.3g} tok/s", err, flips_per_step,
+                                       tokens_per_s));
       flips_before = flips;
       last_eval_step = s + 1;
     }
@@ -326,39 +330,36 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
       write_fit_checkpoint(outputs.checkpoint, key, layer, trainer->trainer(), snap);
     }
   }
-  progress.finish();
+  stages.end();
 
-  // the result: the best layer seen, as stored; evaluated as stored
+  // write: the best layer seen, as stored; evaluated as stored
+  stages.begin(Stage::write, 1, "files");
   BlrResult result{shape,          o.scale_dtype, as_stored(prog.best.paths, o.scale_dtype),
-                   std::string(vkblr::version()), o.command_line, in.checksums};
+                   std::string(vkblr::version()), o.command_line, checksums};
   upload_paths(layer, result.paths);
   const std::string saved_note = saved_layer_note(prog.best, prog.curve);
-  if (writer && !saved_note.empty()) std::fprintf(stderr, "vkblr-fit: %s\n", saved_note.c_str());
 
   FitReport report;
   report.tool_version = std::string(vkblr::version());
   report.command_line = o.command_line;
   report.device = ctx.caps().device_name + " (" + ctx.caps().driver_info + ")";
-  report.weight_source = in.weight_source;
-  report.activation_source = in.activation_source;
+  report.weight_source = data.weight_source;
+  report.activation_source = data.activation_source;
   report.bpw = bpw;
   report.init = prog.init;
-  report.trained.output = held_out_error(*trainer, data.eval_batches(), data.eval_target_sq);
-  if (writer) {
-    const MatrixF64 w_hat = reconstruct_weight(shape, result.paths);
-    report.trained.weight = relative_weight_error(w_hat, in.w);
-    report.trained.activation_weighted = activation_weighted_error(w_hat, in.w, in.x_held_out);
-  }
+  report.trained.output = held_out_error(*trainer, batches.eval_batches(), batches.eval_target_sq);
+  const WeightErrors trained = metrics.errors(shape, result.paths);
+  report.trained.weight = trained.weight;
+  report.trained.activation_weighted = trained.activation_weighted;
   report.steps = o.steps;
   report.tokens = std::uint64_t{o.steps} * o.batch;
-  report.wall_s = seconds_since(t_start);
   report.tokens_per_s = train_s > 0 ? static_cast<double>(report.tokens) / train_s : 0;
   report.flips = total_flips(ctx, trainer->trainer(), &report.oscillations);
   report.curve = prog.curve;
   report.saved_step = prog.best.step;
   report.saved_stage = layer_stage_name(prog.best.stage);
   report.saved_held_out_error = prog.best.held_out_error;
-  report.inputs = in.checksums;
+  report.inputs = checksums;
   report.settings = {{"sign_opt", to_string(o.sign_opt)}, {"sign_lr", o.sign_lr},       {"scale_lr", o.scale_lr},
                      {"warmup", *o.warmup},               {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
@@ -370,46 +371,51 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                      {"tokens_per_part", parts.front().count},
                      {"step_timing", trainer->timing()}};
   if (!writer) return report;
+  // the report's stage times cover everything up to the files' text; the
+  // write itself is timed on the terminal's line only
+  report.stages = stages.to_json();
+  report.wall_s = seconds_since(t_start);
   write_fit_outputs(outputs, serialize_blr_result(outputs.safetensors, result), json_file_text(to_json(report)),
                     error_chart_svg(report.curve, report.init.output,
                                     std::format("vkblr-fit {}x{}, {} paths, rank {}, {:.3f} bpw", shape.m, shape.n,
                                                 shape.paths, shape.rank, bpw.total)));
-  say(std::format("trained: held-out output error {:.4e} (init {:.4e}, {:.2f}x lower), weight error {:.4e}; "
-                  "{:.0f} steps/s, {:.3g} tokens/s; wrote {}.safetensors, .json, .svg",
-                  report.trained.output, report.init.output, report.init.output / report.trained.output,
-                  report.trained.weight, o.steps / std::max(train_s, 1e-9), report.tokens_per_s, o.out));
+  stages.update(1);
+  stages.end();
+  if (!saved_note.empty()) stages.say("vkblr-fit: " + saved_note);
+  stages.say(std::format("trained: held-out output error {:.4e} (init {:.4e}, {:.2f}x lower), weight error {:.4e}; "
+                         "{:.0f} steps/s, {:.3g} tokens/s; wrote {}.safetensors, .json, .svg",
+                         report.trained.output, report.init.output, report.init.output / report.trained.output,
+                         report.trained.weight, o.steps / std::max(train_s, 1e-9), report.tokens_per_s, o.out));
   return report;
 }
 
 nlohmann::json run_eval(Context& ctx, FitOptions o) {
   resolve_fit_defaults(o, ctx.caps());
   const BlrResult result = read_blr_result(o.eval);
-  const FitInputs in = load_fit_inputs(o);
-  require(result.shape.m == in.w.rows && result.shape.n == in.w.cols,
-          "result {} is {}x{} but W ({}) is {}x{}", o.eval, result.shape.m, result.shape.n, in.weight_source,
-          in.w.rows, in.w.cols);
-  const nlohmann::json inputs = compare_inputs(o.eval, result.inputs, in);
+  const DeviceData data = load_device_data(ctx, data_spec(o, result.shape.rank));
+  require(result.shape.m == data.m && result.shape.n == data.n, "result {} is {}x{} but W ({}) is {}x{}", o.eval,
+          result.shape.m, result.shape.n, data.weight_source, data.m, data.n);
+  const nlohmann::json inputs = compare_inputs(o.eval, result.inputs, data);
   BlrLayer layer = make_blr_layer(ctx, result.shape.m, result.shape.n, result.shape.rank, result.paths, false);
   LocalRanks local;
   const FitSlice whole{0, o.batch};
-  const DeviceBatches data = upload_batches(ctx, local, in, o.batch, std::span(&whole, 1));
+  const FitBatches batches = make_fit_batches(ctx, local, data, o.batch, std::span(&whole, 1));
   const std::unique_ptr<FitTrainer> trainer =
-      local.make_trainer(ctx, layer, o.batch, 1, trainer_config(o, data.train_target_sq));
-  for (std::size_t b = 0; b < data.eval_batches(); ++b) {
-    trainer->add_eval_batch(std::span(data.x_eval).subspan(b, 1), std::span(data.target_eval).subspan(b, 1));
-  }
-  const MatrixF64 w_hat = reconstruct_weight(result.shape, result.paths);
+      local.make_trainer(ctx, layer, o.batch, 1, trainer_config(o, batches.train_target_sq));
+  add_fit_batches(*trainer, batches);
+  DeviceMetrics metrics(ctx, data.w, data.tokens(data.train_tokens, data.held_out_tokens), data.held_out_tokens);
+  const WeightErrors we = metrics.errors(result.shape, result.paths);
   const BitsPerWeight bpw = bits_per_weight(result.shape, result.scale_dtype);
   return {{"result", o.eval},
-          {"weight", in.weight_source},
-          {"activations", in.activation_source},
+          {"weight", data.weight_source},
+          {"activations", data.activation_source},
           {"inputs", inputs},
           {"layer", {{"m", result.shape.m}, {"n", result.shape.n}, {"rank", result.shape.rank}, {"paths", result.shape.paths}}},
           {"bpw", bpw.total},
           {"errors",
-           {{"weight", relative_weight_error(w_hat, in.w)},
-            {"output", held_out_error(*trainer, data.eval_batches(), data.eval_target_sq)},
-            {"activation_weighted", activation_weighted_error(w_hat, in.w, in.x_held_out)}}}};
+           {{"weight", we.weight},
+            {"output", held_out_error(*trainer, batches.eval_batches(), batches.eval_target_sq)},
+            {"activation_weighted", we.activation_weighted}}}};
 }
 
 }  // namespace vkblr::fit

@@ -22,13 +22,13 @@ class MpiTrainer final : public FitTrainer {
             "vkblr-fit: a slice of {} tokens in {} micro-batches", dist_.slice().count, micro_batches);
   }
 
-  void add_batch(std::span<const Buffer> x, std::span<const Buffer> target) override {
+  void add_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) override {
     check_parts("add_batch", x, target);
-    for (std::size_t k = 0; k < parts_; ++k) dist_.add_batch(x[k], target[k]);
+    for (std::size_t k = 0; k < parts_; ++k) dist_.add_batch(x[k], target[k], input);
   }
-  void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target) override {
+  void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) override {
     check_parts("add_eval_batch", x, target);
-    for (std::size_t k = 0; k < parts_; ++k) dist_.add_eval_batch(x[k], target[k]);
+    for (std::size_t k = 0; k < parts_; ++k) dist_.add_eval_batch(x[k], target[k], input);
   }
   StepResult step(std::size_t batch, float sign_lr, float scale_lr) override {
     const auto t0 = std::chrono::steady_clock::now();

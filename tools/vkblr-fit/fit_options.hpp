@@ -25,6 +25,12 @@ struct FitOptions {
   // channels (isotropic but for the outlier channels). docs/sign-optimizer.md.
   double activation_decay = 1.0;
   std::uint32_t synthetic_m = 0, synthetic_n = 0;  // 0: chosen by device (lavapipe 512×512, GPUs 3584×1024)
+  // the synthetic family (io/device_data.hpp's DataSpec::Family): "standard"
+  // (power-law W, correlated X), "exponential" (an exponentially decaying
+  // spectrum, independent X with outlier channels), "planted" (a blr layer
+  // plus 1 % noise); synthetic_rank: the family's rank (0: the layer's)
+  std::string synthetic = "standard";
+  std::uint32_t synthetic_rank = 0;
   std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
   std::uint32_t held_out = 0;      // held-out tokens; 0: one batch
   std::uint32_t batch = 0;         // tokens per step; 0: by device (512 on a CPU device, 4096 on a GPU)

@@ -17,13 +17,13 @@ class LocalTrainer final : public FitTrainer {
                BlrTrainerConfig config)
       : parts_(micro_batches), trainer_(ctx, layer, part_tokens, with_split(config, micro_batches > 1)) {}
 
-  void add_batch(std::span<const Buffer> x, std::span<const Buffer> target) override {
+  void add_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) override {
     check_parts("add_batch", x, target);
-    for (std::size_t k = 0; k < parts_; ++k) trainer_.add_batch(x[k], target[k]);
+    for (std::size_t k = 0; k < parts_; ++k) trainer_.add_batch(x[k], target[k], input);
   }
-  void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target) override {
+  void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) override {
     check_parts("add_eval_batch", x, target);
-    for (std::size_t k = 0; k < parts_; ++k) trainer_.add_eval_batch(x[k], target[k]);
+    for (std::size_t k = 0; k < parts_; ++k) trainer_.add_eval_batch(x[k], target[k], input);
   }
   StepResult step(std::size_t batch, float sign_lr, float scale_lr) override {
     if (parts_ == 1) return trainer_.step(batch, sign_lr, scale_lr);

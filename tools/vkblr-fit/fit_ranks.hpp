@@ -53,11 +53,11 @@ FitSlice split_tokens(std::uint32_t total, std::uint32_t parts, std::uint32_t in
 class FitTrainer {
  public:
   virtual ~FitTrainer() = default;
-  // A training / held-out batch: x [part][n] and target [part][m] f32 for
-  // each of this rank's parts, in order. Every rank adds its batches in
-  // the same order; batch b is the b-th added.
-  virtual void add_batch(std::span<const Buffer> x, std::span<const Buffer> target) = 0;
-  virtual void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target) = 0;
+  // A training / held-out batch: x [part][n] (f32 or f16, as `input` says)
+  // and target [part][m] f32 for each of this rank's parts, in order. Every
+  // rank adds its batches in the same order; batch b is the b-th added.
+  virtual void add_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) = 0;
+  virtual void add_eval_batch(std::span<const Buffer> x, std::span<const Buffer> target, BatchInput input) = 0;
   // One step on training batch `batch`; the result (loss) is the whole
   // batch's, the same on every rank.
   virtual StepResult step(std::size_t batch, float sign_lr, float scale_lr) = 0;

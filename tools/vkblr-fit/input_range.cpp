@@ -17,11 +17,15 @@ void check_f16_range(const Matrix& a, std::string_view what) {
       at = i;
     }
   }
+  check_f16_magnitude(largest, at / a.cols, at % a.cols, what);
+}
+
+void check_f16_magnitude(double largest, std::uint64_t row, std::uint64_t col, std::string_view what) {
   require(largest > 0, "{} is all zero: there is nothing to fit", what);
   require(largest <= kF16Max,
           "{} has |value| {} at [{}][{}], beyond f16's largest, {}: vkblr-fit stages W and X to f16. Rescale it (the "
           "fit of c·W is c times the fit of W; X likewise)",
-          what, largest, at / a.cols, at % a.cols, kF16Max);
+          what, largest, row, col, kF16Max);
   require(largest >= kF16MinNormal,
           "{} has |values| of at most {}, below f16's smallest normal, {}: staged to f16 (as vkblr-fit stages W "
           "and X) they keep a few bits or become 0. Rescale it (the fit of c·W is c times the fit of W; X likewise)",

@@ -23,6 +23,10 @@ inline constexpr double kF16MinNormal = 6.103515625e-05;  // 2^-14
 // `a` must be finite.
 void check_f16_range(const Matrix& a, std::string_view what);
 
+// The same check for a matrix read in pieces: `largest` is its largest
+// |value|, at [row][col].
+void check_f16_magnitude(double largest, std::uint64_t row, std::uint64_t col, std::string_view what);
+
 // Throws vkblr::Error unless `squared_norm`, ‖X·Wᵀ‖² of the `tokens`
 // ("training", "held-out") tokens as the device computed it, is finite
 // and positive; `inputs` names W and X in the message.

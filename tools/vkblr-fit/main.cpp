@@ -67,6 +67,12 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
       ->check(kPositiveCount);
   app.add_option("--synthetic-n", o.synthetic_n, "columns of the synthetic W (default: by device)")
       ->check(kPositiveCount);
+  app.add_option("--synthetic", o.synthetic,
+                 "synthetic family: standard (power-law W, correlated X), exponential (exp(-k/(r/6)) spectrum, "
+                 "independent X with outlier channels), planted (a 2-path blr layer of rank r plus 1 % noise)")
+      ->check(CLI::IsMember({"standard", "exponential", "planted"}));
+  app.add_option("--synthetic-rank", o.synthetic_rank, "r of the exponential and planted families (default: the layer's rank)")
+      ->check(kPositiveCount);
   app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)")->check(kPositiveCount);
   app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)")->check(kPositiveCount);
   app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)")

@@ -47,6 +47,7 @@ nlohmann::json to_json(const FitReport& report) {
       {"inputs",
        {{"weight_xxh3", checksum_hex(report.inputs.weight)},
         {"activations_xxh3", checksum_hex(report.inputs.activations)}}},
+      {"stages", report.stages},
       {"curve", curve},
   };
 }

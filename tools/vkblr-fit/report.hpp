@@ -61,6 +61,8 @@ struct FitReport {
   std::string saved_stage = "training";  // layer_stage_name of its stage
   double saved_held_out_error = 0;
   InputChecksums inputs;
+  // report/stages.hpp's times: {"load": {"wall_s", "device_s"}, ...}
+  nlohmann::json stages = nlohmann::json::object();
 };
 
 nlohmann::json to_json(const FitReport& report);

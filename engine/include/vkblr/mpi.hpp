@@ -223,8 +223,8 @@ class DistributedTrainer {
   // A training / evaluation batch: this rank's slice of it, x f32
   // [slice().count][n], target f32 [slice().count][m]. Every rank adds its
   // batches in the same order.
-  std::size_t add_batch(const Buffer& x, const Buffer& target);
-  std::size_t add_eval_batch(const Buffer& x, const Buffer& target);
+  std::size_t add_batch(const Buffer& x, const Buffer& target, BatchInput input = BatchInput::f32);
+  std::size_t add_eval_batch(const Buffer& x, const Buffer& target, BatchInput input = BatchInput::f32);
 
   // Collective: one step on training batch `batch` of every rank. The
   // result is every rank's (sq_error and loss of the global batch).

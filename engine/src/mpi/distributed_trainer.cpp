@@ -88,12 +88,12 @@ void DistributedTrainer::check_agreement() {
   group_.check_agreement(fingerprint(ctx_, layer_, total_tokens_, config_, trainer_));
 }
 
-std::size_t DistributedTrainer::add_batch(const Buffer& x, const Buffer& target) {
-  return trainer_.add_batch(x, target);
+std::size_t DistributedTrainer::add_batch(const Buffer& x, const Buffer& target, BatchInput input) {
+  return trainer_.add_batch(x, target, input);
 }
 
-std::size_t DistributedTrainer::add_eval_batch(const Buffer& x, const Buffer& target) {
-  return trainer_.add_eval_batch(x, target);
+std::size_t DistributedTrainer::add_eval_batch(const Buffer& x, const Buffer& target, BatchInput input) {
+  return trainer_.add_eval_batch(x, target, input);
 }
 
 StepResult DistributedTrainer::step(std::size_t batch, float sign_lr, float scale_lr) {

@@ -7,6 +7,7 @@
 #include <format>
 #include <vector>
 
+#include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
 #include "vkblr/error.hpp"
@@ -17,10 +18,6 @@ namespace vkblr::fit {
 namespace {
 
 constexpr std::uint64_t kChunkFloats = std::uint64_t{16} << 20;  // 64 MiB of f32 per staged chunk
-// The largest magnitude an input may have: f16 staging (65504) with room
-// for the products of a GEMM's f32 accumulation of its terms.
-constexpr double kMaxMagnitude = 65504.0;
-
 std::uint64_t hash_bytes(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
 std::uint64_t hash_text(const std::string& text) { return XXH3_64bits(text.data(), text.size()); }
@@ -32,10 +29,16 @@ void check_values(const MatrixSource& src, const MatrixSource::ValueStats& s, st
     fail("{} ({}) has {} non-finite value(s), the first at [{}][{}]; every value must be finite", what,
          src.source(), s.non_finite, first_row + i / src.cols(), i % src.cols());
   }
-  require(s.max_abs <= kMaxMagnitude,
-          "{} ({}) has values up to {:.4g} in magnitude: beyond what f16 staging carries (65504); rescale it "
-          "(the blr layer of a W scaled by c is the layer of W with h scaled by c)",
-          what, src.source(), s.max_abs);
+  if (s.max_abs > kF16Max) {
+    check_f16_magnitude(s.max_abs, first_row + s.max_at / src.cols(), s.max_at % src.cols(),
+                        std::format("{} ({})", what, src.source()));
+  }
+}
+
+// The whole matrix's largest magnitude: not zero, and not below f16's
+// normals (input_range.hpp).
+void check_largest(const MatrixSource& src, double max_abs, const char* what) {
+  check_f16_magnitude(max_abs, 0, 0, std::format("{} ({})", what, src.source()));
 }
 
 // Rows [0, rows) of `src` into dst f32 [rows][cols] on the device.
@@ -151,6 +154,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
             "weight {} is {}x{}", src.source(), src.rows(), src.cols());
     d.w = device_matrix(ctx, static_cast<std::uint32_t>(src.rows()), static_cast<std::uint32_t>(src.cols()), "fit.w");
     d.weight_max_abs = upload_f32(src, src.rows(), d.w.buffer, "W");
+    check_largest(src, d.weight_max_abs, "W");
     d.weight_hash = hash_bytes(src.bytes(0, src.rows()));
     d.weight_source = src.source();
   }
@@ -184,6 +188,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
             "activations {} have {} tokens; {} training + {} held-out are needed (--tokens, --held-out)",
             src.source(), src.rows(), spec.train_tokens, spec.held_out_tokens);
     d.activation_max_abs = upload_f16(ctx, src, need, d.x16, "X");
+    check_largest(src, d.activation_max_abs, "X");
     d.activation_hash = hash_bytes(src.bytes(0, need));
     d.activation_source = src.source();
   }

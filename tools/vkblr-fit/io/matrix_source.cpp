@@ -173,11 +173,17 @@ MatrixSource::ValueStats MatrixSource::read_rows(std::uint64_t first, std::uint6
       if (!std::isfinite(v)) {
         if (piece.non_finite++ == 0) piece.first_non_finite = i;
       } else {
-        piece.max_abs = std::max(piece.max_abs, double{std::abs(v)});
+        if (std::abs(v) > piece.max_abs) {
+          piece.max_abs = std::abs(v);
+          piece.max_at = i;
+        }
       }
     }
     const std::lock_guard lock(stats_mutex);
-    stats.max_abs = std::max(stats.max_abs, piece.max_abs);
+    if (piece.max_abs > stats.max_abs || (piece.max_abs == stats.max_abs && piece.max_at < stats.max_at)) {
+      stats.max_abs = piece.max_abs;
+      stats.max_at = piece.max_at;
+    }
     if (piece.non_finite > 0 && (stats.non_finite == 0 || piece.first_non_finite < stats.first_non_finite)) {
       stats.first_non_finite = piece.first_non_finite;
     }

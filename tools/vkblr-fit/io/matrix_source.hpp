@@ -40,6 +40,7 @@ class MatrixSource {
   // returns what the values hold (for the checks of the inputs).
   struct ValueStats {
     double max_abs = 0;                    // of the finite values
+    std::uint64_t max_at = 0;              // index of the first value of that magnitude, from row `first`
     std::uint64_t non_finite = 0;          // NaN and ±Inf values
     std::uint64_t first_non_finite = 0;    // index of the first, from row `first` (when non_finite > 0)
   };
