@@ -25,11 +25,11 @@ void check_f16_magnitude(double largest, std::uint64_t row, std::uint64_t col, s
   require(largest <= kF16Max,
           "{} has |value| {} at [{}][{}], beyond f16's largest, {}: vkblr-fit stages W and X to f16. Rescale it (the "
           "fit of c·W is c times the fit of W; X likewise)",
-          what, largest, row, col, kF16Max);
+          what, static_cast<float>(largest), row, col, kF16Max);
   require(largest >= kF16MinNormal,
           "{} has |values| of at most {}, below f16's smallest normal, {}: staged to f16 (as vkblr-fit stages W "
           "and X) they keep a few bits or become 0. Rescale it (the fit of c·W is c times the fit of W; X likewise)",
-          what, largest, kF16MinNormal);
+          what, static_cast<float>(largest), kF16MinNormal);
 }
 
 void check_target_norm(double squared_norm, std::string_view tokens, std::string_view inputs) {

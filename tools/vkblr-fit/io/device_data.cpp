@@ -26,7 +26,7 @@ void check_values(const MatrixSource& src, const MatrixSource::ValueStats& s, st
                   const char* what) {
   if (s.non_finite > 0) {
     const std::uint64_t i = s.first_non_finite;
-    fail("{} ({}) has {} non-finite value(s), the first at [{}][{}]; every value must be finite", what,
+    fail("{} ({}) has {} NaN or infinite value(s), the first at [{}][{}]; every value must be finite", what,
          src.source(), s.non_finite, first_row + i / src.cols(), i % src.cols());
   }
   if (s.max_abs > kF16Max) {

@@ -96,9 +96,10 @@ void StageProgress::say(const std::string& text) {
 nlohmann::json StageProgress::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const StageTime& t : times_) {
-    auto& e = j[std::string(stage_name(t.stage))];
-    e["wall_s"] = e.value("wall_s", 0.0) + t.wall_s;
-    e["device_s"] = e.value("device_s", 0.0) + t.device_s;
+    nlohmann::json& e = j[std::string(stage_name(t.stage))];
+    if (e.is_null()) e = {{"wall_s", 0.0}, {"device_s", 0.0}};
+    e["wall_s"] = e["wall_s"].get<double>() + t.wall_s;
+    e["device_s"] = e["device_s"].get<double>() + t.device_s;
   }
   return j;
 }
