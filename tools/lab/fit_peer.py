@@ -242,39 +242,52 @@ def cmd_train(a):
         t = (s - a.warmup) / max(1, a.steps - a.warmup)
         return a.lr * 0.5 * (1 + math.cos(math.pi * t))
 
-    # warm up the compiled step on a side stream, then capture it
-    static_x.copy_(train[: a.batch])
-    static_t.copy_(targets[: a.batch])
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_loss = step()
-    # restart from the init: parameters and the optimizer's state
-    with torch.no_grad():
-        model.load_state_dict(state)
-        for st in opt.state.values():
-            for key in ("exp_avg", "exp_avg_sq"):
-                st[key].zero_()
-            st["step"].zero_()
-    torch.cuda.synchronize()
-    t0 = time.time()
-    for s in range(a.steps):
-        b = s % batches
-        static_x.copy_(train[b * a.batch:(b + 1) * a.batch])
-        static_t.copy_(targets[b * a.batch:(b + 1) * a.batch])
-        lr.fill_(schedule(s))
-        graph.replay()
-    torch.cuda.synchronize()
-    train_s = time.time() - t0
+    if a.eager:  # no compile, no graph: the reference for the captured step's result
+        torch.cuda.synchronize()
+        t0 = time.time()
+        for s in range(a.steps):
+            b = s % batches
+            lr.fill_(schedule(s))
+            opt.zero_grad(set_to_none=False)
+            static_loss = loss_fn(train[b * a.batch:(b + 1) * a.batch], targets[b * a.batch:(b + 1) * a.batch])
+            static_loss.backward()
+            opt.step()
+        torch.cuda.synchronize()
+        train_s = time.time() - t0
+    else:
+        # warm up the compiled step on a side stream, then capture it
+        static_x.copy_(train[: a.batch])
+        static_t.copy_(targets[: a.batch])
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step()
+        # restart from the init: parameters and the optimizer's state
+        with torch.no_grad():
+            model.load_state_dict(state)
+            for st in opt.state.values():
+                for key in ("exp_avg", "exp_avg_sq"):
+                    st[key].zero_()
+                st["step"].zero_()
+        torch.cuda.synchronize()
+        t0 = time.time()
+        for s in range(a.steps):
+            b = s % batches
+            static_x.copy_(train[b * a.batch:(b + 1) * a.batch])
+            static_t.copy_(targets[b * a.batch:(b + 1) * a.batch])
+            lr.fill_(schedule(s))
+            graph.replay()
+        torch.cuda.synchronize()
+        train_s = time.time() - t0
     trained_err = held_out_error(model.weight(), w, xh)
     out = {"w": a.w, "x": a.x, "rank": a.rank, "paths": a.paths, "steps": a.steps, "batch": a.batch, "lr": a.lr,
-           "latent_rms": a.latent_rms,
+           "latent_rms": a.latent_rms, "eager": a.eager,
            "init_error": init_err, "trained_error": trained_err, "init_s": init_s, "train_s": train_s,
            "last_loss": static_loss.item(), "torch": torch.__version__, "device": torch.cuda.get_device_name()}
     print(json.dumps(out), flush=True)
@@ -304,6 +317,7 @@ def main():
     t.add_argument("--held-out", type=int, default=4096)
     t.add_argument("--warmup", type=int, default=50)
     t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--eager", action="store_true", help="an eager loop (no torch.compile, no CUDA graph)")
     t.add_argument("--latent-rms", type=float, default=0.0,
                    help="latents scaled to this root-mean-square (0: U' and V' as they are)")
     a = p.parse_args()

@@ -52,20 +52,20 @@ struct FitOptions {
   // warm-up steps of the cosine schedules (0: none); unset: 5% of the
   // steps, rounded down
   std::optional<std::uint32_t> warmup;
-  SignOpt sign_opt = SignOpt::fact;
-  // 0 by default: after the host refit (refit_sweeps) the GPU sign steps on
-  // one batch's gradients undo much of it (docs/sign-optimizer.md, "Host
-  // refit"); the GPU trains the scales. 0.02 was the default before.
-  float sign_lr = 0.0f;
+  // The defaults (Adam on the sign latents at 0.02 with no flip budget, no
+  // refit) are the best overall of the recipe table in docs/benchmarks.md
+  // (three layer families, each optimizer, learning rates, budgets, refit).
+  SignOpt sign_opt = SignOpt::adam;
+  float sign_lr = 0.02f;  // 0: the signs stay as the init (and refit) left them
   float sign_beta1 = 0.9f, sign_beta2 = 0.999f, sign_eps = 1e-8f;
   float sign_clamp = 1.0f, sign_hyst = 0.0f, sign_tau = 0.25f;
-  float flip_budget = 1e-3f;  // at most this fraction of signs flips per step (0: no cap)
+  float flip_budget = 0.0f;  // at most this fraction of signs flips per step (0: no cap)
   bool bf16_state = false;
   float scale_lr = 2e-3f;
   float scale_rel_floor = 0.0f;
   std::uint32_t eval_every = 0;  // held-out error every this many steps; 0: 20 points
   float gscale = 1024.0f;
-  std::uint32_t refit_sweeps = 4;  // host refit sweeps after Dual-SVID (refit.hpp); 0: none
+  std::uint32_t refit_sweeps = 0;  // GPU refit sweeps after the init (refit/gpu_refit.hpp); 0: none
 
   // outputs
   std::string out = "vkblr-fit-out";  // prefix: <out>.safetensors, <out>.json, <out>.svg

@@ -91,9 +91,9 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--steps", o.steps, "training steps (default: 300 on a CPU device, 2000 on a GPU)")
       ->check(kPositiveCount);
   app.add_option("--warmup", o.warmup, "warm-up steps of the cosine schedules (default: 5%, rounded down)");
-  std::string sign_opt = "fact";
+  std::string sign_opt = "adam";
   app.add_option("--sign-opt", sign_opt, "sign optimizer")->check(CLI::IsMember({"adam", "fact", "bop"}));
-  app.add_option("--sign-lr", o.sign_lr, "sign latent learning rate (peak of the schedule)");
+  app.add_option("--sign-lr", o.sign_lr, "sign latent learning rate (peak of the schedule; 0: signs fixed)");
   app.add_option("--sign-beta1", o.sign_beta1, "sign optimizer beta1");
   app.add_option("--sign-beta2", o.sign_beta2, "sign optimizer beta2");
   app.add_option("--sign-eps", o.sign_eps, "sign optimizer epsilon (in squared-error units)");
@@ -111,7 +111,7 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--init", init, "initial paths (dual-svid, subspace, best)")
       ->check(CLI::IsMember({"dual-svid", "subspace", "best"}));
   app.add_option("--refit-sweeps", o.refit_sweeps,
-                 "host sweeps of output-aware binary least squares after the init (0: none)")
+                 "sweeps of output-aware binary least squares on the GPU after the init (default 0: none)")
       ->check(CLI::Range(0u, 100u));
   app.add_option("--out", o.out, "output prefix: <out>.safetensors, .json, .svg");
   app.add_option("--checkpoint-every", o.checkpoint_every, "write <out>.ckpt every N steps");
