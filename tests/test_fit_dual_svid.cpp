@@ -4,6 +4,8 @@
 // layer's formula, and on planted matrices the init is far better than a
 // random one.
 #include <catch2/catch_test_macros.hpp>
+
+#include "support/fit_matrices.hpp"
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -24,23 +26,8 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
-MatrixF64 gaussian_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed) {
-  Rng rng(seed);
-  MatrixF64 a(rows, cols);
-  for (double& x : a.values) x = rng.normal();
-  return a;
-}
-
-// U·diag(sigma)·Vᵀ from random orthonormal U [rows][k], V [cols][k].
-MatrixF64 planted(std::size_t rows, std::size_t cols, const std::vector<double>& sigma, std::uint64_t seed) {
-  Rng rng(seed);
-  MatrixF64 u = random_orthonormal_columns(rows, sigma.size(), rng);
-  const MatrixF64 v = random_orthonormal_columns(cols, sigma.size(), rng);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t k = 0; k < sigma.size(); ++k) u(i, k) *= sigma[k];
-  }
-  return multiply_nt(u, v);
-}
+using vkt::gaussian_matrix;
+using vkt::with_spectrum;
 
 // max |aᵀa − I| over a's columns.
 double orthonormality_defect(const MatrixF64& a) {
@@ -120,7 +107,7 @@ TEST_CASE("linalg: exact truncated SVD is the best rank-k approximation", "[fit]
 TEST_CASE("linalg: randomized SVD matches the exact one on a decaying spectrum", "[fit]") {
   std::vector<double> sigma(200);
   for (std::size_t k = 0; k < sigma.size(); ++k) sigma[k] = std::pow(0.9, static_cast<double>(k));
-  const MatrixF64 a = planted(300, 260, sigma, 2);
+  const MatrixF64 a = with_spectrum(300, 260, sigma, 2);
   const SvdOptions randomized{.method = SvdMethod::randomized, .seed = 5};
   const TruncatedSvd fast = truncated_svd(a, 32, randomized);
   CHECK(fast.method == SvdMethod::randomized);
@@ -240,7 +227,7 @@ TEST_CASE("Dual-SVID: on planted matrices the init is far better than a random o
   const std::uint32_t m = 160, n = 96, rank = 32;
   std::vector<double> sigma(8);
   for (std::size_t k = 0; k < sigma.size(); ++k) sigma[k] = 10.0 / static_cast<double>(k + 1);
-  const Matrix low_rank = convert_matrix<float>(planted(m, n, sigma, 41));
+  const Matrix low_rank = convert_matrix<float>(with_spectrum(m, n, sigma, 41));
 
   const auto one = dual_svid_init(low_rank, {m, n, rank, 1});
   const auto two = dual_svid_init(low_rank, {m, n, rank, 2});
@@ -290,7 +277,7 @@ TEST_CASE("Dual-SVID: ranks beyond min(m, n), randomized SVD, bad shapes", "[fit
   // An LLM-like spectrum: the randomized SVD does as well as the exact one.
   std::vector<double> sigma(200);
   for (std::size_t k = 0; k < sigma.size(); ++k) sigma[k] = std::pow(static_cast<double>(k + 1), -0.6);
-  const Matrix big = convert_matrix<float>(planted(320, 288, sigma, 53));
+  const Matrix big = convert_matrix<float>(with_spectrum(320, 288, sigma, 53));
   const LayerShape big_shape{320, 288, 64, 1};
   const double randomized = relative_weight_error(
       reconstruct_weight(big_shape, dual_svid_init(big, big_shape, {.method = SvdMethod::randomized})), big);

@@ -4,6 +4,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <cmath>
 
+#include "support/fit_matrices.hpp"
 #include "support/gpu.hpp"
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
@@ -19,23 +20,8 @@ using namespace vkblr::fit;
 
 namespace {
 
-MatrixF64 gaussian_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed) {
-  Rng rng(seed);
-  MatrixF64 a(rows, cols);
-  for (double& x : a.values) x = rng.normal();
-  return a;
-}
-
-// U·diag(sigma)·Vᵀ from random orthonormal U, V.
-MatrixF64 with_spectrum(std::size_t rows, std::size_t cols, const std::vector<double>& sigma, std::uint64_t seed) {
-  Rng rng(seed);
-  MatrixF64 u = random_orthonormal_columns(rows, sigma.size(), rng);
-  const MatrixF64 v = random_orthonormal_columns(cols, sigma.size(), rng);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t k = 0; k < sigma.size(); ++k) u(i, k) *= sigma[k];
-  }
-  return multiply_nt(u, v);
-}
+using vkt::gaussian_matrix;
+using vkt::with_spectrum;
 
 // max |qᵀq − I|.
 double orthonormality_defect(const std::vector<double>& q, std::size_t rows, std::size_t cols) {

@@ -214,6 +214,7 @@ def cmd_train(a):
     init_s = time.time() - t0
     model = Peer(init, a.latent_rms).to(dev)
     init_err = held_out_error(model.weight(), w, xh)
+    init_signs = [(t < 0).clone() for t in list(model.lu) + list(model.lv)]
     targets = train @ w.T
     norm = targets[: a.batch].pow(2).sum() / a.batch  # per-token squared target norm
 
@@ -227,7 +228,7 @@ def cmd_train(a):
             y = model(xb)
         return (y.float() - tb).pow(2).sum() / (norm * a.batch)
 
-    compiled = torch.compile(loss_fn)
+    compiled = loss_fn if a.no_compile else torch.compile(loss_fn)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -288,6 +289,9 @@ def cmd_train(a):
     trained_err = held_out_error(model.weight(), w, xh)
     out = {"w": a.w, "x": a.x, "rank": a.rank, "paths": a.paths, "steps": a.steps, "batch": a.batch, "lr": a.lr,
            "latent_rms": a.latent_rms, "eager": a.eager,
+           "no_compile": a.no_compile,
+           "sign_changes": int(sum(((t < 0) != s0).sum().item()
+                                   for t, s0 in zip(list(model.lu) + list(model.lv), init_signs))),
            "init_error": init_err, "trained_error": trained_err, "init_s": init_s, "train_s": train_s,
            "last_loss": static_loss.item(), "torch": torch.__version__, "device": torch.cuda.get_device_name()}
     print(json.dumps(out), flush=True)
@@ -318,6 +322,7 @@ def main():
     t.add_argument("--warmup", type=int, default=50)
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--eager", action="store_true", help="an eager loop (no torch.compile, no CUDA graph)")
+    t.add_argument("--no-compile", action="store_true", help="capture the eager step in the CUDA graph")
     t.add_argument("--latent-rms", type=float, default=0.0,
                    help="latents scaled to this root-mean-square (0: U' and V' as they are)")
     a = p.parse_args()

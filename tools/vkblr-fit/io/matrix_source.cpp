@@ -114,7 +114,9 @@ void parallel_ranges(std::size_t count, std::size_t min_per_thread,
 
 MatrixSource::MatrixSource(const std::string& path, const std::string& tensor, const char* what) {
   std::error_code ec;
-  require(std::filesystem::exists(path, ec), "{} file {} does not exist", what, path);
+  const bool exists = std::filesystem::exists(path, ec);
+  require(!ec, "cannot open {} file {}: {}", what, path, ec.message());  // a loop of links, no permission
+  require(exists, "{} file {} does not exist", what, path);
   const std::string ext = std::filesystem::path(path).extension().string();
   std::uint64_t offset = 0, file_bytes = 0;
   if (ext == ".npy") {
