@@ -13,6 +13,7 @@
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
+#include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/fit_job.hpp"
@@ -236,4 +237,27 @@ GPU_TEST("vkblr-fit's report: each stage's wall and device time", "[fit][gpu][da
     CHECK(report["stages"][stage]["device_s"].get<double>() >= 0);
   }
   CHECK(report["stages"]["train"]["device_s"].get<double>() > 0);
+}
+
+GPU_TEST("vkblr-fit: X in host memory read over the bus trains to the same bits as X in device memory",
+         "[fit][gpu][data]") {
+  vkt::TempDir dir;
+  FitOptions device = vkt::small_fit_run(dir.file("device"));
+  device.x_memory = "device";
+  FitOptions host = vkt::small_fit_run(dir.file("host"));
+  host.x_memory = "host";
+  run_fit(ctx, device);
+  run_fit(ctx, host);
+  const BlrResult a = read_blr_result(dir.file("device.safetensors"));
+  const BlrResult b = read_blr_result(dir.file("host.safetensors"));
+  REQUIRE(a.paths.size() == b.paths.size());
+  for (std::size_t p = 0; p < a.paths.size(); ++p) {
+    CHECK(a.paths[p].bits_u == b.paths[p].bits_u);
+    CHECK(a.paths[p].bits_v == b.paths[p].bits_v);
+    CHECK(a.paths[p].h == b.paths[p].h);
+    CHECK(a.paths[p].l == b.paths[p].l);
+    CHECK(a.paths[p].g == b.paths[p].g);
+  }
+  std::ifstream in(dir.file("host.json"));
+  CHECK(nlohmann::json::parse(in)["training"]["settings"]["x_memory"] == "host");
 }

@@ -57,6 +57,9 @@ DataSpec data_spec(const FitOptions& o, std::uint32_t layer_rank) {
   d.family_rank = o.synthetic_rank ? o.synthetic_rank : layer_rank;
   d.activation_decay = o.activation_decay;
   d.seed = o.seed;
+  d.x_memory = o.x_memory == "host"     ? DataSpec::XMemory::host
+               : o.x_memory == "device" ? DataSpec::XMemory::device
+                                        : DataSpec::XMemory::automatic;
   return d;
 }
 
@@ -193,8 +196,9 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   const BitsPerWeight bpw = bits_per_weight(shape, o.scale_dtype);
   stages.update(1);
   stages.end();
-  stages.say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({})", shape.m, shape.n,
-                         data.weight_source, data.train_tokens, data.held_out_tokens, data.activation_source));
+  stages.say(std::format("vkblr-fit: W {}x{} ({}), X {} train + {} held-out tokens ({}){}", shape.m, shape.n,
+                         data.weight_source, data.train_tokens, data.held_out_tokens, data.activation_source,
+                         data.x_in_host_memory ? ", in host memory (read over the bus)" : ""));
   stages.say(std::format("layer: {} paths of rank {}; {}", shape.paths, shape.rank, bpw.formula()));
   if (ranks.size() > 1 || o.micro_batches > 1) {
     stages.say(std::format("batches of {} tokens: {} rank(s) x {} micro-batch(es) of {} tokens", o.batch,
@@ -365,7 +369,8 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
                      {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps},
-                     {"init", init_method_name(o.init)}};
+                     {"init", init_method_name(o.init)},
+                     {"x_memory", data.x_in_host_memory ? "host" : "device"}};
   report.parallel = {{"ranks", ranks.size()},
                      {"micro_batches", o.micro_batches},
                      {"tokens_per_part", parts.front().count},

@@ -31,6 +31,10 @@ struct FitOptions {
   // plus 1 % noise); synthetic_rank: the family's rank (0: the layer's)
   std::string synthetic = "standard";
   std::uint32_t synthetic_rank = 0;
+  // where the tokens of X live (io/device_data.hpp): "auto" (device memory
+  // when they take at most half of it), "device", "host" (read by the
+  // device over the bus at every step)
+  std::string x_memory = "auto";
   std::uint32_t tokens = 0;        // calibration tokens used for training; 0: 8 batches
   std::uint32_t held_out = 0;      // held-out tokens; 0: one batch
   std::uint32_t batch = 0;         // tokens per step; 0: by device (512 on a CPU device, 4096 on a GPU)

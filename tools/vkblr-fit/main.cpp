@@ -73,6 +73,10 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
       ->check(CLI::IsMember({"standard", "exponential", "planted"}));
   app.add_option("--synthetic-rank", o.synthetic_rank, "r of the exponential and planted families (default: the layer's rank)")
       ->check(kPositiveCount);
+  app.add_option("--x-memory", o.x_memory,
+                 "where X's f16 tokens live: auto (device memory when they take at most half of it), device, "
+                 "host (read by the GPU over the bus at every step)")
+      ->check(CLI::IsMember({"auto", "device", "host"}));
   app.add_option("--tokens", o.tokens, "training tokens (default: 8 batches)")->check(kPositiveCount);
   app.add_option("--held-out", o.held_out, "held-out tokens (default: one batch)")->check(kPositiveCount);
   app.add_option("--batch", o.batch, "tokens per step (default: 512 on a CPU device, 4096 on a GPU)")

@@ -163,7 +163,11 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
   make_w16(ctx, d);
 
   // X: training tokens, then held-out ones
-  d.x16 = ctx.buffer(need * d.n * 2, "fit.x16");
+  const std::uint64_t x_bytes = need * d.n * 2;
+  d.x_in_host_memory = spec.x_memory == DataSpec::XMemory::host ||
+                       (spec.x_memory == DataSpec::XMemory::automatic && ctx.caps().device_type != "cpu" &&
+                        static_cast<double>(x_bytes) > 0.5 * static_cast<double>(ctx.caps().device_local_bytes));
+  d.x16 = d.x_in_host_memory ? ctx.host_buffer(x_bytes, "fit.x16.host") : ctx.buffer(x_bytes, "fit.x16");
   if (spec.activations_path.empty()) {
     SyntheticActivationSpec a{.tokens = static_cast<std::uint32_t>(need), .n = d.n, .seed = spec.seed + 1};
     if (spec.family == DataSpec::Family::standard) {

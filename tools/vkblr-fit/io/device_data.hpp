@@ -4,6 +4,12 @@
 // held-out ones). Read from files through memory maps in chunks (converted
 // by every core, staged to the device chunk by chunk: the host never holds
 // a copy of a whole input) or generated on the device (gpu_synthetic.hpp).
+//
+// Where X lives: device memory when it fits; otherwise host memory the
+// device reads over the bus (a host-visible buffer: every batch is read
+// from there at each step, slower but no other difference — the same
+// bits). DataSpec::x_memory chooses; `automatic` takes device memory when
+// X's f16 tokens take at most half of the device's local memory.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +33,7 @@ struct DataSpec {
   std::uint32_t family_rank = 0;  // exponential: σ_i = exp(−i/(rank/6)) + 0.05; planted: the planted rank
   double activation_decay = 1.0;
   std::uint64_t seed = 1;
+  enum class XMemory { automatic, device, host } x_memory = XMemory::automatic;
 };
 
 struct DeviceData {
@@ -35,6 +42,7 @@ struct DeviceData {
   DeviceMatrix w;  // f32 [m][n]
   Buffer w16;      // f16 [m][n]
   Buffer x16;      // f16 [train_tokens + held_out_tokens][n]
+  bool x_in_host_memory = false;  // x16 is host memory the device reads (DataSpec::x_memory)
   std::string weight_source, activation_source;
   // XXH3-64 of the stored bytes of W and of the rows of X used (files), or
   // of the source text, which names every parameter (synthetic data)
