@@ -1,10 +1,10 @@
 // hmma-peak.cu — a reference for docs/benchmarks.md: the peak rate of the
 // warp-level tensor-core instruction that both of vkblr's cooperative-matrix
-// GEMMs compile to on NVIDIA's driver (tools/nvidia-sass.py shows it):
+// GEMMs compile to on NVIDIA's driver (tools/lab/nvidia-sass.py shows it):
 // mma.sync m16n8k16, f16 operands, f32 accumulators (SASS HMMA.16816.F32),
 // registers only, 8 independent accumulators per warp, 4 to 32 warps per
 // multiprocessor; best of 5 launches, CUDA events. On the `device` tool's
-// machine:  nvcc -O3 -arch=sm_90 -o /tmp/hmma tools/hmma-peak.cu && /tmp/hmma
+// machine:  nvcc -O3 -arch=sm_90 -o /tmp/hmma tools/lab/hmma-peak.cu && /tmp/hmma
 #include <cstdio>
 #include <cuda_fp16.h>
 __global__ void hmma_loop(float* out, int iters) {

@@ -22,7 +22,7 @@
 // in, f32 out and compute) timed the same way beside them.
 // `--profile`: each design launched once on the first shape, nothing timed
 // (for Nsight Compute). On the `device` tool's machine:
-//   nvcc -O3 -arch=sm_90 -o /tmp/designs tools/hmma-gemm-designs.cu -lcublas
+//   nvcc -O3 -arch=sm_90 -o /tmp/designs tools/lab/hmma-gemm-designs.cu -lcublas
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -3,7 +3,7 @@
 vkblr's kernels, read out of a pipeline cache that vkblr saved.
 
     VKBLR_PIPELINE_CACHE_DIR=/tmp/pc vkblr-bench gemm --shape 4096x3584x1024 --mode plane
-    python3 tools/nvidia-sass.py /tmp/pc/pipelines-*.bin --out /tmp/sass [--arch SM90]
+    python3 tools/lab/nvidia-sass.py /tmp/pc/pipelines-*.bin --out /tmp/sass [--arch SM90]
 
 For each pipeline in the cache it writes NAME.sass (nvdisasm's listing) and
 prints the opcode counts of the whole kernel and of its main loop (the
