@@ -11,7 +11,7 @@
 
 #include "support/fit_files.hpp"
 #include "vkblr-fit/binary_file.hpp"
-#include "vkblr-fit/fit_inputs.hpp"
+#include "vkblr-fit/io/matrix_source.hpp"
 #include "vkblr-fit/npy.hpp"
 #include "vkblr-fit/safetensors.hpp"
 
@@ -29,7 +29,7 @@ TEST_CASE("input files: a FIFO is refused at once, not read", "[fit][errors]") {
              ContainsSubstring("cannot open " + fifo + ": it is a FIFO, not a regular file"));
   CHECK_THAT(vkt::error_of([&] { SafetensorsReader reader(fifo); }), ContainsSubstring("it is a FIFO"));
   CHECK_THAT(vkt::error_of([&] { read_npy_matrix(npy_fifo); }), ContainsSubstring("it is a FIFO"));
-  CHECK_THAT(vkt::error_of([&] { read_matrix_file(fifo, "", "weight"); }), ContainsSubstring("it is a FIFO"));
+  CHECK_THAT(vkt::error_of([&] { MatrixSource source(fifo, "", "weight"); }), ContainsSubstring("it is a FIFO"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
@@ -56,9 +56,9 @@ TEST_CASE("input files: a symlink loop is an Error naming the path", "[fit][erro
   std::filesystem::create_symlink(b, a);
   std::filesystem::create_symlink(a, b);
   // Before, std::filesystem::exists threw filesystem_error ("unexpected error" to the user).
-  CHECK_THAT(vkt::error_of([&] { read_matrix_file(a, "", "weight"); }),
+  CHECK_THAT(vkt::error_of([&] { MatrixSource source(a, "", "weight"); }),
              ContainsSubstring("cannot open " + a) && ContainsSubstring("Too many levels of symbolic links"));
-  CHECK_THAT(vkt::error_of([&] { read_matrix_file(dir.file("absent.npy"), "", "activations"); }),
+  CHECK_THAT(vkt::error_of([&] { MatrixSource source(dir.file("absent.npy"), "", "activations"); }),
              ContainsSubstring("activations file") && ContainsSubstring("does not exist"));
 }
 

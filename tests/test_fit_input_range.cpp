@@ -8,7 +8,8 @@
 
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
-#include "vkblr-fit/fit_inputs.hpp"
+#include "support/gpu.hpp"
+#include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr-fit/synthetic.hpp"
@@ -18,18 +19,13 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-fit::FitOptions inputs_of(const std::string& weight, const std::string& activations) {
-  fit::FitOptions o;
-  o.weight_path = weight;
-  o.activations_path = activations;
-  o.tokens = 64;
-  o.held_out = 32;
-  return o;
+fit::DataSpec inputs_of(const std::string& weight, const std::string& activations) {
+  return {.weight_path = weight, .activations_path = activations, .train_tokens = 64, .held_out_tokens = 32};
 }
 
 }  // namespace
 
-TEST_CASE("vkblr-fit refuses W and X beyond what f16 staging carries", "[fit][errors]") {
+GPU_TEST("vkblr-fit refuses W and X beyond what f16 staging carries", "[fit][gpu][errors]") {
   vkt::TempDir dir;
   const fit::Matrix good_w = fit::synthetic_weight({.m = 32, .n = 48, .seed = 3});
   const fit::Matrix good_x = fit::synthetic_activations({.tokens = 96, .n = 48, .seed = 4});
@@ -39,7 +35,7 @@ TEST_CASE("vkblr-fit refuses W and X beyond what f16 staging carries", "[fit][er
     vkt::write_matrix_file(dir.file("w_bad.safetensors"), w);
     vkt::write_matrix_file(dir.file("x_bad.safetensors"), x);
     return vkt::error_of(
-        [&] { fit::load_fit_inputs(inputs_of(dir.file("w_bad.safetensors"), dir.file("x_bad.safetensors"))); });
+        [&] { fit::load_device_data(ctx, inputs_of(dir.file("w_bad.safetensors"), dir.file("x_bad.safetensors"))); });
   };
   fit::Matrix w = good_w;
   for (float& v : w.values) v = 0;
@@ -63,8 +59,9 @@ TEST_CASE("vkblr-fit refuses W and X beyond what f16 staging carries", "[fit][er
   w(0, 0) = static_cast<float>(fit::kF16MinNormal);
   w(1, 1) = static_cast<float>(fit::kF16Max);
   vkt::write_matrix_file(dir.file("w_edge.safetensors"), w);
-  const fit::FitInputs in = fit::load_fit_inputs(inputs_of(dir.file("w_edge.safetensors"), dir.file("x.safetensors")));
-  CHECK(in.w.rows == 32);
+  const fit::DeviceData in =
+      fit::load_device_data(ctx, inputs_of(dir.file("w_edge.safetensors"), dir.file("x.safetensors")));
+  CHECK(in.m == 32);
 }
 
 TEST_CASE("vkblr-fit refuses outputs X·Wᵀ of zero or f32-overflowing norm", "[fit][errors]") {
@@ -78,21 +75,22 @@ TEST_CASE("vkblr-fit refuses outputs X·Wᵀ of zero or f32-overflowing norm", "
   fit::check_target_norm(1e38, "training", "");
 }
 
-TEST_CASE("vkblr-fit: the inputs' checksums tell W and X apart by content", "[fit]") {
+GPU_TEST("vkblr-fit: the inputs' checksums tell W and X apart by content", "[fit][gpu]") {
   vkt::TempDir dir;
   const fit::Matrix w = fit::synthetic_weight({.m = 32, .n = 48, .seed = 3});
   vkt::write_matrix_file(dir.file("w.safetensors"), w);
   vkt::write_matrix_file(dir.file("x.safetensors"), fit::synthetic_activations({.tokens = 96, .n = 48, .seed = 4}));
-  const fit::FitOptions o = inputs_of(dir.file("w.safetensors"), dir.file("x.safetensors"));
-  const fit::FitInputs a = fit::load_fit_inputs(o);
-  CHECK(fit::load_fit_inputs(o).checksums == a.checksums);
+  const fit::DataSpec o = inputs_of(dir.file("w.safetensors"), dir.file("x.safetensors"));
+  const fit::DeviceData a = fit::load_device_data(ctx, o);
+  CHECK(fit::load_device_data(ctx, o).weight_hash == a.weight_hash);
+  CHECK(fit::load_device_data(ctx, o).activation_hash == a.activation_hash);
   fit::Matrix other = w;
   other(31, 47) = std::nextafter(other(31, 47), 1.0f);  // one ulp of one value
   vkt::write_matrix_file(dir.file("w.safetensors"), other);
-  const fit::FitInputs b = fit::load_fit_inputs(o);
-  CHECK(b.checksums.weight != a.checksums.weight);
-  CHECK(b.checksums.activations == a.checksums.activations);
-  fit::FitOptions fewer = o;
-  fewer.tokens = 32;  // X is the tokens used: fewer of them, another X
-  CHECK(fit::load_fit_inputs(fewer).checksums.activations != a.checksums.activations);
+  const fit::DeviceData b = fit::load_device_data(ctx, o);
+  CHECK(b.weight_hash != a.weight_hash);
+  CHECK(b.activation_hash == a.activation_hash);
+  fit::DataSpec fewer = o;
+  fewer.train_tokens = 32;  // X is the tokens used: fewer of them, another X
+  CHECK(fit::load_device_data(ctx, fewer).activation_hash != a.activation_hash);
 }

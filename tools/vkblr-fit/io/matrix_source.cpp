@@ -115,7 +115,7 @@ void parallel_ranges(std::size_t count, std::size_t min_per_thread,
 MatrixSource::MatrixSource(const std::string& path, const std::string& tensor, const char* what) {
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
-  require(!ec, "cannot open {} file {}: {}", what, path, ec.message());  // a loop of links, no permission
+  require(!ec, "cannot open {}: {} (the {} file)", path, ec.message(), what);  // a loop of links, no permission
   require(exists, "{} file {} does not exist", what, path);
   const std::string ext = std::filesystem::path(path).extension().string();
   std::uint64_t offset = 0, file_bytes = 0;
