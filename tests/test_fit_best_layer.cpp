@@ -49,12 +49,7 @@ GPU_TEST("vkblr-fit never saves a layer worse than its init (a constant W)", "[f
   CHECK(again.saved_stage == report.saved_stage);
   const fit::BlrResult a = fit::read_blr_result(dir.file("const.safetensors"));
   const fit::BlrResult b = fit::read_blr_result(dir.file("resumed.safetensors"));
-  for (std::size_t p = 0; p < a.paths.size(); ++p) {
-    CHECK(a.paths[p].bits_u == b.paths[p].bits_u);
-    CHECK(a.paths[p].h == b.paths[p].h);
-    CHECK(a.paths[p].l == b.paths[p].l);
-    CHECK(a.paths[p].g == b.paths[p].g);
-  }
+  vkt::check_same_layer(a, b);
 }
 
 GPU_TEST("vkblr-fit saves the last step's layer when it is the best", "[fit][gpu]") {

@@ -76,6 +76,18 @@ std::vector<BlrPathInit> random_paths(const LayerShape& s, std::uint64_t seed) {
   return paths;
 }
 
+// W and X written to files in `dir` and loaded: the first `train` rows of
+// X are training tokens, the next `held_out` held out.
+DeviceData load_files(Context& ctx, const vkt::TempDir& dir, const Matrix& w, const Matrix& x, std::uint32_t train,
+                      std::uint32_t held_out) {
+  vkt::write_matrix_file(dir.file("w.safetensors"), w);
+  vkt::write_matrix_file(dir.file("x.safetensors"), x);
+  return load_device_data(ctx, {.weight_path = dir.file("w.safetensors"),
+                                .activations_path = dir.file("x.safetensors"),
+                                .train_tokens = train,
+                                .held_out_tokens = held_out});
+}
+
 }  // namespace
 
 GPU_TEST("device data: files uploaded as read (W f32, X f16), hashed by their bytes", "[fit][gpu][data]") {
@@ -114,12 +126,7 @@ GPU_TEST("device data: files uploaded as read (W f32, X f16), hashed by their by
 GPU_TEST("fit batches: targets X·Wᵀ and their norms against an f64 host product", "[fit][gpu][data]") {
   vkt::TempDir dir;
   const Matrix w = random_matrix(80, 64, 3), x = random_matrix(96, 64, 4);
-  vkt::write_matrix_file(dir.file("w.safetensors"), w);
-  vkt::write_matrix_file(dir.file("x.safetensors"), x);
-  const DeviceData d = load_device_data(ctx, {.weight_path = dir.file("w.safetensors"),
-                                              .activations_path = dir.file("x.safetensors"),
-                                              .train_tokens = 64,
-                                              .held_out_tokens = 32});
+  const DeviceData d = load_files(ctx, dir, w, x, 64, 32);
   LocalRanks local;
   const std::vector<FitSlice> parts{{0, 16}, {16, 16}};  // two parts per batch
   const FitBatches b = make_fit_batches(ctx, local, d, 32, parts);
@@ -149,12 +156,7 @@ GPU_TEST("fit batches: targets X·Wᵀ and their norms against an f64 host produ
 GPU_TEST("calibration Gram: XᵀX/T of the f16 training tokens, the same bits run after run", "[fit][gpu][data]") {
   vkt::TempDir dir;
   const Matrix w = random_matrix(32, 48, 5), x = random_matrix(200, 48, 6);
-  vkt::write_matrix_file(dir.file("w.safetensors"), w);
-  vkt::write_matrix_file(dir.file("x.safetensors"), x);
-  const DeviceData d = load_device_data(ctx, {.weight_path = dir.file("w.safetensors"),
-                                              .activations_path = dir.file("x.safetensors"),
-                                              .train_tokens = 160,
-                                              .held_out_tokens = 40});
+  const DeviceData d = load_files(ctx, dir, w, x, 160, 40);
   const DeviceMatrix c = calibration_gram(ctx, d);
   REQUIRE(c.rows == 48);
   REQUIRE(c.cols == 48);
@@ -177,12 +179,7 @@ GPU_TEST("device metrics: weight and activation-weighted errors as the f64 host 
   vkt::TempDir dir;
   const LayerShape shape{64, 96, 32, 2};
   const Matrix w = random_matrix(64, 96, 7), x = random_matrix(128, 96, 8);
-  vkt::write_matrix_file(dir.file("w.safetensors"), w);
-  vkt::write_matrix_file(dir.file("x.safetensors"), x);
-  const DeviceData d = load_device_data(ctx, {.weight_path = dir.file("w.safetensors"),
-                                              .activations_path = dir.file("x.safetensors"),
-                                              .train_tokens = 64,
-                                              .held_out_tokens = 64});
+  const DeviceData d = load_files(ctx, dir, w, x, 64, 64);
   DeviceMetrics metrics(ctx, d.w, d.tokens(64, 64), 64);
   const std::vector<BlrPathInit> paths = random_paths(shape, 9);
   const WeightErrors got = metrics.errors(shape, paths);
@@ -250,14 +247,7 @@ GPU_TEST("vkblr-fit: X in host memory read over the bus trains to the same bits 
   run_fit(ctx, host);
   const BlrResult a = read_blr_result(dir.file("device.safetensors"));
   const BlrResult b = read_blr_result(dir.file("host.safetensors"));
-  REQUIRE(a.paths.size() == b.paths.size());
-  for (std::size_t p = 0; p < a.paths.size(); ++p) {
-    CHECK(a.paths[p].bits_u == b.paths[p].bits_u);
-    CHECK(a.paths[p].bits_v == b.paths[p].bits_v);
-    CHECK(a.paths[p].h == b.paths[p].h);
-    CHECK(a.paths[p].l == b.paths[p].l);
-    CHECK(a.paths[p].g == b.paths[p].g);
-  }
+  vkt::check_same_layer(a, b);
   std::ifstream in(dir.file("host.json"));
   CHECK(nlohmann::json::parse(in)["training"]["settings"]["x_memory"] == "host");
 }

@@ -34,14 +34,7 @@ GPU_TEST("vkblr-fit: a resumed run equals an uninterrupted one bit for bit", "[f
   fit::run_fit(ctx, resumed);
   const fit::BlrResult a = fit::read_blr_result(dir.file("whole.safetensors"));
   const fit::BlrResult b = fit::read_blr_result(dir.file("resumed.safetensors"));
-  REQUIRE(a.paths.size() == b.paths.size());
-  for (std::size_t p = 0; p < a.paths.size(); ++p) {
-    CHECK(a.paths[p].bits_u == b.paths[p].bits_u);
-    CHECK(a.paths[p].bits_v == b.paths[p].bits_v);
-    CHECK(a.paths[p].h == b.paths[p].h);
-    CHECK(a.paths[p].l == b.paths[p].l);
-    CHECK(a.paths[p].g == b.paths[p].g);
-  }
+  vkt::check_same_layer(a, b);
   // a checkpoint of another configuration is refused
   fit::FitOptions other = vkt::small_fit_run(dir.file("other"));
   other.rank = 64;

@@ -2,8 +2,10 @@
 // (seconds on lavapipe), and a matrix file to feed it.
 #pragma once
 
+#include <catch2/catch_test_macros.hpp>
 #include <string>
 
+#include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/matrix.hpp"
 #include "vkblr-fit/safetensors.hpp"
@@ -35,6 +37,19 @@ inline void write_matrix_file(const std::string& path, const vkblr::fit::Matrix&
   vkblr::fit::SafetensorsWriter w;
   w.add_f32("w", {m.rows, m.cols}, m.values);
   w.write(path);
+}
+
+// Checks that two results hold the same layer, bit for bit.
+inline void check_same_layer(const vkblr::fit::BlrResult& a, const vkblr::fit::BlrResult& b) {
+  REQUIRE(a.paths.size() == b.paths.size());
+  for (std::size_t p = 0; p < a.paths.size(); ++p) {
+    INFO("path " << p);
+    CHECK(a.paths[p].bits_u == b.paths[p].bits_u);
+    CHECK(a.paths[p].bits_v == b.paths[p].bits_v);
+    CHECK(a.paths[p].h == b.paths[p].h);
+    CHECK(a.paths[p].l == b.paths[p].l);
+    CHECK(a.paths[p].g == b.paths[p].g);
+  }
 }
 
 }  // namespace vkt

@@ -195,10 +195,7 @@ nlohmann::json to_json(const GemmResult& r) {
     j["error"] = r.error;
     return j;
   }
-  j["median_ms"] = r.stats.median_ms;
-  j["min_ms"] = r.stats.min_ms;
-  j["max_ms"] = r.stats.max_ms;
-  j["reps"] = r.stats.reps;
+  put_stats(j, r.stats);
   j["tflops"] = r.tflops;
   if (r.check_error) j["check_error"] = *r.check_error;
   if (r.cublas_tflops > 0) {

@@ -115,10 +115,7 @@ nlohmann::json to_json(const GemmF32Result& r) {
     j["error"] = r.error;
     return j;
   }
-  j["median_ms"] = r.stats.median_ms;
-  j["min_ms"] = r.stats.min_ms;
-  j["max_ms"] = r.stats.max_ms;
-  j["reps"] = r.stats.reps;
+  put_stats(j, r.stats);
   j["tflops"] = r.tflops;
   if (r.check_error >= 0) j["check_eps"] = r.check_error;
   return j;

@@ -36,6 +36,15 @@ struct Stats {
   std::uint32_t reps = 0;
 };
 
+// The timing fields of a case's JSON: median_ms, min_ms, max_ms, reps.
+template <class Json>
+void put_stats(Json& j, const Stats& s) {
+  j["median_ms"] = s.median_ms;
+  j["min_ms"] = s.min_ms;
+  j["max_ms"] = s.max_ms;
+  j["reps"] = s.reps;
+}
+
 inline Stats stats_of(std::vector<double> ms) {
   Stats s;
   if (ms.empty()) return s;
