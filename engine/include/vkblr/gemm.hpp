@@ -88,8 +88,8 @@ GemmKernel default_gemm_kernel(const Context& ctx);
 // A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups
 // of WM × WN each; stages = 2: the next K tile is loaded while the current
 // one is multiplied; prefetch = K tiles in flight in registers (1: the next
-// tile, 2: the one after it too; 0: by mode — bitmaps 2, the plane 1, as
-// measured on the H200). coopmat2: one workgroup-scope BM × BN accumulator, the
+// tile, 2: the one after it too; 0: by mode — bitmaps 2, the plane 1,
+// docs/benchmarks.md). coopmat2: one workgroup-scope BM × BN accumulator, the
 // workgroup as many subgroups as WM × WN blocks fit, stages = the K steps
 // unrolled over whole tiles.
 // plain: invocations of WM × WN outputs each.

@@ -41,9 +41,8 @@ using PathSteps = std::vector<std::vector<TaggedOps>>;
 // Records the steps of several paths side by side: step t of every path,
 // by record_side_by_side, then step t + 1. Same contract between paths; a
 // buffer several paths write (dx, y) is written in path order as long as
-// they write it in the same step. (Skewing the paths instead, each one step
-// behind the one before so that GEMMs run beside reductions, was 5–18 %
-// slower on the H200; docs/benchmarks.md.)
+// they write it in the same step. (Skewing the paths, each one step behind
+// the one before, was slower: docs/benchmarks.md, "blr layer step".)
 inline void record_paths(Recorder& rec, const std::vector<PathSteps>& paths) {
   std::size_t steps = 0;
   for (const PathSteps& p : paths) steps = std::max(steps, p.size());

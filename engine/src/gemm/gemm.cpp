@@ -161,9 +161,8 @@ bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept {
 GemmKernel default_gemm_kernel(const Context& ctx) {
   const Caps& caps = ctx.caps();
   const bool coopmat = device_has_gemm_kernel(caps, GemmKernel::coopmat) && !env_is("VKBLR_MM_COOPMAT", "0");
-  // coopmat2 only when asked: on the H200 (driver 580, 2026-12-02) it ran
-  // the plane mode 7–20 % faster than the KHR kernel but the bitmap modes
-  // mostly slower, and the blr step 10–16 % slower (docs/benchmarks.md)
+  // coopmat2 only when asked: where measured it sped up the plane mode but
+  // slowed the bitmap modes and the blr step (docs/benchmarks.md, "GEMM")
   if (coopmat && device_has_gemm_kernel(caps, GemmKernel::coopmat2) && env_is("VKBLR_MM_COOPMAT2", "1")) {
     return GemmKernel::coopmat2;
   }
@@ -194,8 +193,7 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (kernel == GemmKernel::plain) return {64, 64, 32, 4, 4, 1, kernel};
   if (kernel == GemmKernel::coopmat2) {
     // the largest candidate the device takes whose tile the output fills
-    // (H200 sweep 2026-12-02, docs/runs/: 128×128×64 on 256 invocations
-    // with 8 K steps unrolled beat 128×256 and fewer steps unrolled)
+    // (the tile sweep in docs/benchmarks.md, "GEMM")
     const GemmTile candidates[] = {{128, 128, 64, 32, 64, 8, kernel}, {64, 64, 64, 32, 32, 8, kernel}};
     for (const GemmTile& t : candidates) {
       if ((m >= t.bm && n >= t.bn) && tile_problem(caps, t).empty()) return t;
@@ -209,11 +207,9 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   const std::uint32_t sg = caps.subgroup_size;
   if (f.m >= 16 && sg >= 32) {
     // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
-    // tile would leave most of the device idle
-    // (H200 sweeps 2026-12-02/03, docs/benchmarks.md: one stage beat two by
-    // 15–40 % — past 24 KiB of shared memory one workgroup per
-    // multiprocessor, and two stages of K 16 within 24 KiB lost too;
-    // 128×256, 256×128 and BK 64 lost)
+    // tile would leave most of the device idle; one stage where the shared
+    // memory of two would cost a workgroup per multiprocessor (the tile and
+    // stage sweeps in docs/benchmarks.md, "GEMM")
     if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, kernel};
     return {64, 64, 32, 32, 32, 2, kernel};
   }
@@ -233,11 +229,9 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
   if (tile.kernel == GemmKernel::plain || !f || f->m < 16) return 1;
   const std::uint64_t tiles =
       std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn) * std::max(1u, side_by_side);
-  // H200 sweep (2026-12-02, docs/runs/): 32 tiles of K 4096 ran best as 8
-  // layers, 112 and 128 tiles as 2, from 224 tiles on splitting lost. GEMMs
-  // side by side count together: in the blr step with two paths side by
-  // side (2026-12-03) unsplit GEMMs beat 2 layers where 2 × 128 tiles ran
-  // together, and lost where 2 × 64 or 2 × 16 did
+  // Split K until about kTargetGroups workgroups run, each layer at least
+  // kMinLayerK deep; GEMMs side by side count together (the split-K sweeps
+  // in docs/benchmarks.md, "GEMM" and "blr layer step")
   constexpr std::uint64_t kTargetGroups = 256, kMinLayerK = 512;
   const std::uint64_t by_groups = std::max<std::uint64_t>(1, (kTargetGroups + tiles / 2) / tiles);
   const std::uint64_t by_k = std::max<std::uint64_t>(1, k / kMinLayerK);
@@ -314,16 +308,14 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
             {GEMM_SPEC_WM, tile.wm},   {GEMM_SPEC_WN, tile.wn},
             {GEMM_SPEC_B_MODE, static_cast<std::uint32_t>(mode)},
             {GEMM_SPEC_STAGES, tile.stages}};
-    // K tiles in flight: on the H200 (2026-12-03) two ahead made the blr
-    // step's bitmap GEMMs 5 % faster (17 more registers: a word and 16
-    // halves of A) and the plane 10-13 % slower (32 more, past the
-    // register budget); docs/benchmarks.md
+    // K tiles in flight: two ahead for the bitmap modes (a word and 16
+    // halves of A more in registers), one for the plane, whose extra 32
+    // registers pass the budget (docs/benchmarks.md, "GEMM")
     if (tile.kernel == GemmKernel::coopmat) {
       spec.push_back({GEMM_SPEC_PREFETCH, tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u)});
       // bits_n words four K tiles at a time (one 16-byte load per row), where
       // every layer's words start at a multiple of 4 in rows of a multiple of
-      // 4 words: on the H200 (2026-12-04) bits_n 10-12 % faster at K >= 1024,
-      // 1-2 % at K = 512 (docs/benchmarks.md)
+      // 4 words (docs/benchmarks.md, "GEMM")
       const bool group = mode == GemmB::bits_n && tile.bk == 32 && k % 128 == 0 &&
                          (splits == 1 || k_split % 128 == 0) && !env_is("VKBLR_MM_WORD_GROUPS", "0");
       spec.push_back({GEMM_SPEC_WORD_GROUP, group ? 4u : 1u});
