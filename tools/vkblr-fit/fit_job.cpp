@@ -63,13 +63,6 @@ DataSpec data_spec(const FitOptions& o, std::uint32_t layer_rank) {
   return d;
 }
 
-// The layer's rank before the data is read: --rank, or from --bpw with
-// the synthetic shape (the families' rank); files: resolved after reading.
-std::uint32_t synthetic_rank_hint(const FitOptions& o) {
-  if (o.rank) return o.rank;
-  if (!o.weight_path.empty() || o.synthetic_m == 0) return 0;
-  return rank_for_bpw(o.synthetic_m, o.synthetic_n, o.paths, o.scale_dtype, o.bpw);
-}
 
 // The host copies the subspace init reads (--init subspace or best): W
 // and the training tokens, f32.
@@ -190,7 +183,9 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
 
   // load: W and X on the device once (io/device_data.hpp)
   stages.begin(Stage::load, 1, "inputs");
-  const DeviceData data = load_device_data(ctx, data_spec(o, synthetic_rank_hint(o)));
+  // the synthetic families' rank is the layer's (known before the data for synthetic W)
+  const std::uint32_t family_rank = o.weight_path.empty() ? layer_shape_for(o, o.synthetic_m, o.synthetic_n).rank : 0;
+  const DeviceData data = load_device_data(ctx, data_spec(o, family_rank));
   const InputChecksums checksums{data.weight_hash, data.activation_hash};
   const LayerShape shape = layer_shape_for(o, data.m, data.n);
   const BitsPerWeight bpw = bits_per_weight(shape, o.scale_dtype);

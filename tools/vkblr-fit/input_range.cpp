@@ -8,18 +8,6 @@
 
 namespace vkblr::fit {
 
-void check_f16_range(const Matrix& a, std::string_view what) {
-  float largest = 0;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < a.values.size(); ++i) {
-    if (std::abs(a.values[i]) > largest) {
-      largest = std::abs(a.values[i]);
-      at = i;
-    }
-  }
-  check_f16_magnitude(largest, at / a.cols, at % a.cols, what);
-}
-
 void check_f16_magnitude(double largest, std::uint64_t row, std::uint64_t col, std::string_view what) {
   require(largest > 0, "{} is all zero: there is nothing to fit", what);
   require(largest <= kF16Max,

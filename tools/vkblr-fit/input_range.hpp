@@ -9,22 +9,17 @@
 // c·W is c times the fit of W.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
-
-#include "vkblr-fit/matrix.hpp"
 
 namespace vkblr::fit {
 
 inline constexpr double kF16Max = 65504.0;
 inline constexpr double kF16MinNormal = 6.103515625e-05;  // 2^-14
 
-// Throws vkblr::Error naming `what` ("W (w.safetensors:q)") when `a` is all
-// zero, or its largest |value| is above kF16Max or below kF16MinNormal.
-// `a` must be finite.
-void check_f16_range(const Matrix& a, std::string_view what);
-
-// The same check for a matrix read in pieces: `largest` is its largest
-// |value|, at [row][col].
+// Throws vkblr::Error naming `what` ("W (w.safetensors:q)") when a
+// matrix is all zero (`largest`, its largest |value|, is 0), or `largest`
+// (at [row][col]) is above kF16Max or below kF16MinNormal.
 void check_f16_magnitude(double largest, std::uint64_t row, std::uint64_t col, std::string_view what);
 
 // Throws vkblr::Error unless `squared_norm`, ‖X·Wᵀ‖² of the `tokens`

@@ -4,6 +4,8 @@
 
 #include "vkblr/error.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
+#include "vkblr/ops/optim.hpp"
+#include "vkblr/recorder.hpp"
 
 namespace vkblr::fit {
 
@@ -30,6 +32,16 @@ void upload_values(DeviceMatrix& m, std::span<const double> values) {
 std::vector<double> download_matrix(const DeviceMatrix& m) {
   const std::vector<float> values = m.buffer.download<float>(m.elements());
   return {values.begin(), values.end()};
+}
+
+double sum_of_squares(Context& ctx, const Buffer& values, std::uint32_t count) {
+  const Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.sumsq.partials");
+  Recorder rec(ctx);
+  rec.add(ops::sumsq(ctx, values, count, partials));
+  rec.run();
+  double s = 0;
+  for (const float p : partials.download<float>(ops::kSumsqPartials)) s += p;
+  return s;
 }
 
 MatrixBlock all_of(const DeviceMatrix& m) { return {&m, 0, m.rows, 0, m.cols}; }

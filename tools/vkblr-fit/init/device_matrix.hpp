@@ -39,6 +39,10 @@ void upload_values(DeviceMatrix& m, std::span<const double> values);
 // The values of `m` as f64 [rows][cols] (waits for the device).
 std::vector<double> download_matrix(const DeviceMatrix& m);
 
+// Σ v² over the first `count` floats of `values` (ops::sumsq's fixed-order
+// partials, summed in f64 on the host; waits for the device).
+double sum_of_squares(Context& ctx, const Buffer& values, std::uint32_t count);
+
 // out = alpha · op(a) · op(b) (+ out when accumulating), op = transpose
 // where asked; out must be a different matrix of the product's shape.
 Dispatch product(Context& ctx, const DeviceMatrix& a, bool trans_a, const DeviceMatrix& b, bool trans_b,

@@ -1,12 +1,10 @@
 #include "vkblr-fit/io/device_data.hpp"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <algorithm>
 #include <format>
 #include <vector>
 
+#include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/input_range.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
@@ -18,9 +16,7 @@ namespace vkblr::fit {
 namespace {
 
 constexpr std::uint64_t kChunkFloats = std::uint64_t{16} << 20;  // 64 MiB of f32 per staged chunk
-std::uint64_t hash_bytes(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
-
-std::uint64_t hash_text(const std::string& text) { return XXH3_64bits(text.data(), text.size()); }
+std::uint64_t hash_text(const std::string& text) { return xxh3_64(std::as_bytes(std::span(text))); }
 
 void check_values(const MatrixSource& src, const MatrixSource::ValueStats& s, std::uint64_t first_row,
                   const char* what) {
@@ -155,7 +151,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
     d.w = device_matrix(ctx, static_cast<std::uint32_t>(src.rows()), static_cast<std::uint32_t>(src.cols()), "fit.w");
     d.weight_max_abs = upload_f32(src, src.rows(), d.w.buffer, "W");
     check_largest(src, d.weight_max_abs, "W");
-    d.weight_hash = hash_bytes(src.bytes(0, src.rows()));
+    d.weight_hash = xxh3_64(src.bytes(0, src.rows()));
     d.weight_source = src.source();
   }
   d.m = d.w.rows;
@@ -193,7 +189,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
             src.source(), src.rows(), spec.train_tokens, spec.held_out_tokens);
     d.activation_max_abs = upload_f16(ctx, src, need, d.x16, "X");
     check_largest(src, d.activation_max_abs, "X");
-    d.activation_hash = hash_bytes(src.bytes(0, need));
+    d.activation_hash = xxh3_64(src.bytes(0, need));
     d.activation_source = src.source();
   }
   return d;

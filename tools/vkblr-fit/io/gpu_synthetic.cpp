@@ -50,17 +50,6 @@ void scale_columns(Context& ctx, const DeviceMatrix& a, const std::vector<double
   rec.run();
 }
 
-// Σ a² over a matrix (sumsq's partials, summed in f64).
-double sum_of_squares(Context& ctx, const DeviceMatrix& a) {
-  Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.synthetic.partials");
-  Recorder rec(ctx);
-  rec.add(ops::sumsq(ctx, a.buffer, static_cast<std::uint32_t>(a.elements()), partials));
-  rec.run();
-  double s = 0;
-  for (const float p : partials.download<float>(ops::kSumsqPartials)) s += p;
-  return s;
-}
-
 // Per column: `scale` times the column's factor (1, or `column_scale` at the
 // chosen columns).
 std::vector<double> column_factors(std::size_t cols, const std::vector<std::size_t>& chosen, double column_scale,
@@ -90,7 +79,8 @@ DeviceMatrix gpu_synthetic_weight(Context& ctx, const SyntheticWeightSpec& spec)
   // the heavy columns, then the whole scaled to the root-mean-square
   DeviceMatrix w = device_matrix(ctx, spec.m, spec.n, "fit.synthetic.w");
   scale_columns(ctx, raw, column_factors(spec.n, heavy, spec.heavy_column_scale, 1.0), w);
-  const double rms = std::sqrt(sum_of_squares(ctx, w) / static_cast<double>(w.elements()));
+  const double rms =
+      std::sqrt(sum_of_squares(ctx, w.buffer, static_cast<std::uint32_t>(w.elements())) / static_cast<double>(w.elements()));
   require(rms > 0, "synthetic weight: all zero");
   scale_columns(ctx, raw, column_factors(spec.n, heavy, spec.heavy_column_scale, spec.rms / rms), w);
   return w;
@@ -173,7 +163,8 @@ DeviceMatrix gpu_planted_weight(Context& ctx, const PlantedWeightSpec& spec) {
     rec.add(product(ctx, t.a, false, t.b, true, w, 1.0f, p > 0));
     rec.run();
   }
-  const double rms_clean = std::sqrt(sum_of_squares(ctx, w) / static_cast<double>(w.elements()));
+  const double rms_clean =
+      std::sqrt(sum_of_squares(ctx, w.buffer, static_cast<std::uint32_t>(w.elements())) / static_cast<double>(w.elements()));
   require(rms_clean > 0, "planted weight: all zero");
   DeviceMatrix noise = gaussian_matrix(ctx, spec.m, spec.n, spec.seed, kStreamNoise, "fit.planted.noise");
   // W + noise·rms_clean·N, then scaled to rms: one column-scaled

@@ -2,33 +2,18 @@
 
 #include <format>
 
+#include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/input_range.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
-#include "vkblr/ops/optim.hpp"
 #include "vkblr/recorder.hpp"
 
 namespace vkblr::fit {
-namespace {
-
-// ‖b‖² of a device buffer of n floats, through sumsq (64 partials summed in f64).
-double device_sumsq(Context& ctx, const Buffer& b, std::uint32_t n, const Buffer& partials) {
-  Recorder rec(ctx);
-  rec.add(ops::sumsq(ctx, b, n, partials));
-  rec.run();
-  double s = 0;
-  for (float p : partials.download<float>(ops::kSumsqPartials)) s += p;
-  return s;
-}
-
-}  // namespace
-
 FitBatches make_fit_batches(Context& ctx, FitRanks& ranks, const DeviceData& data, std::uint32_t batch,
                             std::span<const FitSlice> parts) {
   require(batch > 0 && data.train_tokens % batch == 0 && data.held_out_tokens % batch == 0,
           "fit batches: {} training and {} held-out tokens are not whole batches of {}", data.train_tokens,
           data.held_out_tokens, batch);
-  Buffer partials = ctx.host_buffer(ops::kSumsqPartials * 4, "fit.partials");
   FitBatches d;
   d.parts = parts.size();
   // tokens [first, first + count) in batches; returns Σ over batches of ‖y*‖²
@@ -42,7 +27,7 @@ FitBatches make_fit_batches(Context& ctx, FitRanks& ranks, const DeviceData& dat
         Recorder rec(ctx);
         rec.add(gemm(ctx, xs.back(), data.w16, GemmB::plane, ts.back(), {part.count, data.m, data.n}));
         rec.run();
-        batch_sq += device_sumsq(ctx, ts.back(), part.count * data.m, partials);
+        batch_sq += sum_of_squares(ctx, ts.back(), part.count * data.m);
       }
       sq += ranks.sum(batch_sq, "the targets' squared norm");
     }
