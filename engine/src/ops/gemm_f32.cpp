@@ -85,17 +85,15 @@ void require_apart(const Buffer& out, const Block& o, const Buffer& in, const Bl
 
 std::string GemmF32Tile::to_string() const { return std::format("{},{},{},{},{}", bm, bn, bk, tm, tn); }
 
-GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n) {
+GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t /*m*/, std::uint32_t /*n*/) {
   if (const char* forced = std::getenv("VKBLR_GEMM_F32_TILE"); forced && *forced) return parse_tile(forced);
-  if (ctx.caps().device_type == "discrete") {
-    // 256 invocations of 8×8 (CUTLASS's SIMT SGEMM shape) where the output
-    // has enough 128×128 tiles to fill a large GPU, else 64 invocations of
-    // 8×8 on 64×64 tiles, four times as many workgroups. Not yet measured:
-    // `vkblr-bench gemm-f32 --tile ...` compares tiles.
-    if (std::uint64_t{detail::ceil_div(m, 128)} * detail::ceil_div(n, 128) >= 128) return {128, 128, 8, 8, 8};
-    return {64, 64, 16, 8, 8};
-  }
-  return {32, 32, 8, 4, 4};  // lavapipe, integrated GPUs: 64 invocations, small edge waste
+  // Discrete GPUs: 256 invocations of 4×4 on 64×64 tiles, the fastest tile of
+  // `vkblr-bench gemm-f32 --tile ...` on the H200 at the init's shapes
+  // (docs/benchmarks.md); 8 outputs per invocation along n run an order of
+  // magnitude slower there. Others (lavapipe, integrated GPUs): 64
+  // invocations, small edge waste.
+  if (ctx.caps().device_type == "discrete") return {64, 64, 8, 4, 4};
+  return {32, 32, 8, 4, 4};
 }
 
 void check_gemm_f32_tile(const Context& ctx, const GemmF32Tile& tile) {

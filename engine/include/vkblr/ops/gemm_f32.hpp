@@ -49,9 +49,9 @@ struct GemmF32Tile {
   std::string to_string() const;  // "bm,bn,bk,tm,tn"
 };
 
-// The tile vkblr uses for an m × n output on this device: large tiles on
-// discrete GPUs (128×128 where the output has many of them, else 64×64),
-// 32×32 elsewhere (lavapipe). VKBLR_GEMM_F32_TILE="bm,bn,bk,tm,tn" overrides it.
+// The tile vkblr uses for an m × n output on this device: 64×64 of 4×4 per
+// invocation on discrete GPUs, 32×32 elsewhere (lavapipe); the same for
+// every shape today. VKBLR_GEMM_F32_TILE="bm,bn,bk,tm,tn" overrides it.
 GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n);
 // Throws Error when `tile` cannot run on this device (shapes, invocations,
 // shared memory), naming the broken rule.
