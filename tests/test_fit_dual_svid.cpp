@@ -3,6 +3,7 @@
 // on it: signs and bits agree with U′ and V′, the reconstruction is the
 // layer's formula, and on planted matrices the init is far better than a
 // random one.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 
 #include "support/fit_matrices.hpp"
@@ -221,6 +222,40 @@ TEST_CASE("Dual-SVID: a rank-1 weight is recovered, signs and bits as U′ and V
   for (std::size_t j = 0; j < n; ++j) CHECK(p.g[j] >= 0);
   for (std::size_t k = 0; k < 32; ++k) CHECK(p.l[k] >= 0);
   CHECK(relative_weight_error(reconstruct_weight(shape, paths), w) < 1e-5);
+}
+
+TEST_CASE("Dual-SVID: each sign's magnitude is its factor entry over the factor's rms", "[fit]") {
+  const std::uint32_t m = 40, n = 24, r = 32;
+  vkt::Rng rng(33);
+  MatrixF64 u(m, r), v(n, r);
+  for (double& x : u.values) x = rng.uniform() * 3;
+  for (double& x : v.values) x = rng.uniform() * 0.5;
+  for (std::size_t i = 0; i < n; ++i) v.values[i * r + 31] = 0;  // a zero column: magnitudes 0
+  SignMagnitudes a;
+  const vkblr::BlrPathInit with = path_from_scaled_factors(u, v, &a);
+  const vkblr::BlrPathInit without = path_from_scaled_factors(u, v);
+  CHECK(with.bits_u == without.bits_u);  // the path does not depend on asking for them
+  CHECK(with.h == without.h);
+  REQUIRE(a.u.size() == std::size_t{m} * r);
+  REQUIRE(a.v.size() == std::size_t{n} * r);
+  const auto check = [](const MatrixF64& f, const std::vector<float>& got) {
+    double ss = 0;
+    for (const double x : f.values) ss += x * x;
+    const double rms = std::sqrt(ss / static_cast<double>(f.values.size()));
+    double worst = 0, got_ss = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(got[i] - std::abs(f.values[i]) / rms));
+      got_ss += double{got[i]} * got[i];
+    }
+    CHECK(worst < 1e-6);
+    CHECK(std::abs(std::sqrt(got_ss / static_cast<double>(got.size())) - 1.0) < 1e-6);  // rms 1
+  };
+  check(u, a.u);
+  check(v, a.v);
+  CHECK(a.v[5 * r + 31] == 0.0f);
+  SignMagnitudes zero;
+  path_from_scaled_factors(MatrixF64(m, r), MatrixF64(n, r), &zero);  // a zero factor: all 0, no division by 0
+  CHECK(std::all_of(zero.u.begin(), zero.u.end(), [](float x) { return x == 0.0f; }));
 }
 
 TEST_CASE("Dual-SVID: on planted matrices the init is far better than a random one", "[fit]") {

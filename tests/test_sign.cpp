@@ -368,6 +368,47 @@ GPU_TEST("sign_init: latents s·tau from the bits, bf16 rounded by the host gene
   }
 }
 
+GPU_TEST("set_latent_magnitudes: latents s·a from the bits, bf16 to nearest; the rest of the state kept; refusals",
+         "[sign]") {
+  const auto bits = random_bits(kN / 32, 703);
+  vkt::Rng rng(704);
+  std::vector<float> magnitudes(kN);
+  for (float& a : magnitudes) a = static_cast<float>(std::abs(rng.uniform())) * 0.9f + 0.001f;
+  magnitudes[7] = 0.0f;
+  magnitudes[8] = 1.0f;  // the clamp itself is allowed
+  for (const StateType st : {StateType::f32, StateType::bf16}) {
+    INFO((st == StateType::bf16 ? "bf16" : "f32"));
+    Mat a(ctx, test_init(SignOpt::adam, st), bits, 6);
+    Buffer* m = state_buffer(a.sm, "m");
+    REQUIRE(m != nullptr);
+    m->fill(st == StateType::bf16 ? 0x3f803f80u : 0x3f800000u);  // moments 1.0: must be left as they are
+    a.sm.set_latent_magnitudes(ctx, magnitudes, 1.0f);
+    const Snapshot s = snapshot(a);
+    std::size_t wrong = 0, moved = 0;
+    for (std::uint32_t i = 0; i < kN; ++i) {
+      const float want = sign_of(bits, i) ? magnitudes[i] : -magnitudes[i];
+      const float stored = st == StateType::bf16 ? bf16_to_f32(f32_to_bf16(want)) : want;
+      wrong += std::bit_cast<std::uint32_t>(s.w[i]) != std::bit_cast<std::uint32_t>(stored);
+      moved += s.m[i] != 1.0f;
+    }
+    CHECK(wrong == 0);
+    CHECK(moved == 0);
+    CHECK(vkt::count_bit_diffs(s.bits, bits) == 0);
+  }
+  Mat a(ctx, test_init(SignOpt::adam, StateType::f32), bits, 7);
+  CHECK_THROWS_WITH(a.sm.set_latent_magnitudes(ctx, std::span(magnitudes).first(kN - 1), 1.0f),
+                    ContainsSubstring("sign_latents") && ContainsSubstring("magnitudes for a 256×128 matrix"));
+  std::vector<float> bad = magnitudes;
+  bad[9] = -0.5f;
+  CHECK_THROWS_WITH(a.sm.set_latent_magnitudes(ctx, bad, 1.0f), ContainsSubstring("magnitude -0.5 at element 9"));
+  bad[9] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(a.sm.set_latent_magnitudes(ctx, bad, 1.0f), ContainsSubstring("at element 9"));
+  CHECK_THROWS_WITH(a.sm.set_latent_magnitudes(ctx, magnitudes, 0.5f), ContainsSubstring("want 0 <= a <= 0.5"));
+  CHECK_THROWS_WITH(a.sm.set_latent_magnitudes(ctx, magnitudes, 0.0f), ContainsSubstring("clamp = 0"));
+  Mat bop(ctx, test_init(SignOpt::bop, StateType::f32), bits, 8);
+  CHECK_THROWS_WITH(bop.sm.set_latent_magnitudes(ctx, magnitudes, 1.0f), ContainsSubstring("bop keeps no latents"));
+}
+
 GPU_TEST("sign step: adam, fact and bop against the host, f32 and bf16 state, with and without a flip budget",
          "[sign]") {
   const auto bits0 = random_bits(kN / 32, 711);

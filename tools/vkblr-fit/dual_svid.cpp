@@ -25,6 +25,16 @@ void rank_one_factors(const MatrixF64& a, std::vector<double>& left, std::vector
 }
 
 // Rescales h, ℓ, g to a common root-mean-square, keeping h_i·ℓ_k·g_j.
+// |a_ij| / rms(a), all 0 for a = 0.
+std::vector<float> relative_magnitudes(const MatrixF64& a) {
+  const double rms = root_mean_square(a.values);
+  std::vector<float> out(a.values.size(), 0.0f);
+  if (rms > 0) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(std::abs(a.values[i]) / rms);
+  }
+  return out;
+}
+
 void balance(std::vector<double>& h, std::vector<double>& l, std::vector<double>& g) {
   const double rh = root_mean_square(h), rl = root_mean_square(l), rg = root_mean_square(g);
   if (rh == 0 || rl == 0 || rg == 0) return;
@@ -54,19 +64,21 @@ BlrPathInit init_path(const MatrixF64& residual, std::uint32_t rank, const SvdOp
 
 }  // namespace
 
-BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime) {
+BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime,
+                                     SignMagnitudes* magnitudes) {
   require(u_prime.cols == v_prime.cols && u_prime.cols % 32 == 0 && u_prime.cols > 0,
           "Dual-SVID: factors of {} and {} columns (want one rank, a multiple of 32)", u_prime.cols, v_prime.cols);
   const std::size_t rank = u_prime.cols;
-  const auto magnitudes = [](MatrixF64 a) {
+  const auto absolute = [](MatrixF64 a) {
     for (double& x : a.values) x = std::abs(x);
     return a;
   };
   std::vector<double> h, l_u, g, l_v;
-  rank_one_factors(magnitudes(u_prime), h, l_u);
-  rank_one_factors(magnitudes(v_prime), g, l_v);
+  rank_one_factors(absolute(u_prime), h, l_u);
+  rank_one_factors(absolute(v_prime), g, l_v);
   std::vector<double> l(rank);
   for (std::size_t k = 0; k < rank; ++k) l[k] = l_u[k] * l_v[k];
+  if (magnitudes) *magnitudes = {relative_magnitudes(u_prime), relative_magnitudes(v_prime)};
   balance(h, l, g);
   return BlrPathInit{pack_signs(std::span<const double>(u_prime.values), u_prime.rows, rank),
                      pack_signs(std::span<const double>(v_prime.values), v_prime.rows, rank), to_f32(h), to_f32(l),

@@ -24,6 +24,14 @@
 
 namespace vkblr::fit {
 
+// The size of the factor entry each sign stands for, relative to its
+// factor: |U′_ij| / rms(U′) and |V′_ij| / rms(V′) (all 0 for a zero
+// factor). A sign of a small entry is a weak choice, one training should
+// flip first. u f32 [m][r], v f32 [n][r], as the bitmaps.
+struct SignMagnitudes {
+  std::vector<float> u, v;
+};
+
 // The initial paths of a layer of `shape` (shape.m×shape.n must be w's
 // shape); options.seed + p seeds path p's randomized SVD. Throws
 // vkblr::Error for a bad shape (check_layer_shape) or a mismatch with w.
@@ -33,8 +41,9 @@ std::vector<BlrPathInit> dual_svid_init(const Matrix& w, const LayerShape& shape
 // 32; zero columns where the SVD had fewer terms): the signs, the rank-1
 // factors of the magnitudes, the rebalance (above). Shared by the host and
 // the GPU (init/gpu_dual_svid.hpp) inits. Throws vkblr::Error for factors of
-// different ranks.
-BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime);
+// different ranks. With `magnitudes`, also each sign's (above).
+BlrPathInit path_from_scaled_factors(const MatrixF64& u_prime, const MatrixF64& v_prime,
+                                     SignMagnitudes* magnitudes = nullptr);
 
 // Ŵ = Σ_p diag(h)·S_U·diag(ℓ)·S_Vᵀ·diag(g) in f64 [m][n]. Throws
 // vkblr::Error when the paths do not fit the shape (check_path_sizes).

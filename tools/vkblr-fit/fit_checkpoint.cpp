@@ -162,6 +162,8 @@ nlohmann::json resume_key(const FitOptions& o, const LayerShape& shape, const In
           {"sign_clamp", o.sign_clamp},
           {"sign_hyst", o.sign_hyst},
           {"tau", o.sign_tau},
+          {"latent_init", o.latent_init},
+          {"latent_rms", o.latent_rms},
           {"flip_budget", o.flip_budget},
           {"bf16_state", o.bf16_state},
           {"scale_lr", o.scale_lr},

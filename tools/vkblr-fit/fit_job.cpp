@@ -25,6 +25,7 @@
 #include "vkblr-fit/report/device_metrics.hpp"
 #include "vkblr-fit/report/stages.hpp"
 #include "vkblr-fit/train/fit_batches.hpp"
+#include "vkblr-fit/train/latent_start.hpp"
 #include "vkblr-fit/skip_guard.hpp"
 #include "vkblr-fit/svg_chart.hpp"
 #include "vkblr/error.hpp"
@@ -217,6 +218,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   // init (--init) on every rank (the same on each: the trainer's start-up
   // check compares the layers); a resumed run restores it from the checkpoint
   std::vector<BlrPathInit> init_paths;
+  std::vector<SignMagnitudes> magnitudes;  // Dual-SVID's, for --latent-init magnitude
   if (o.resume.empty()) {
     stages.begin(Stage::init, 1, "layers");
     const bool host = o.init != InitMethod::dual_svid;  // the subspace init runs on the host
@@ -224,6 +226,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
                                     o.init == InitMethod::best ? host_training_tokens(data) : Matrix{}, shape, o.init,
                                     o.seed);
     init_paths = std::move(init.paths);
+    magnitudes = std::move(init.magnitudes);
     stages.update(1);
     stages.end();
     std::string found;
@@ -263,6 +266,11 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
     const WeightErrors we = metrics.errors(shape, as_stored(init_paths, o.scale_dtype));
     prog.init.weight = we.weight;
     prog.init.activation_weighted = we.activation_weighted;
+    // (bop keeps no latents; signs not trained have no sign matrices)
+    if (o.latent_init == "magnitude" && o.sign_opt != SignOpt::bop && o.sign_lr > 0 && !magnitudes.empty()) {
+      start_latents_from_magnitudes(ctx, trainer->trainer().signs(), magnitudes, o.latent_rms, o.sign_clamp);
+    }
+    magnitudes = {};
   } else {
     // every rank reads the file; the check makes sure they read the same
     prog = restore_fit_checkpoint(o.resume, key, o, shape, layer, trainer->trainer());
@@ -361,6 +369,7 @@ FitReport run_fit(Context& ctx, FitOptions o, FitRanks& ranks) {
   report.inputs = checksums;
   report.settings = {{"sign_opt", to_string(o.sign_opt)}, {"sign_lr", o.sign_lr},       {"scale_lr", o.scale_lr},
                      {"warmup", *o.warmup},               {"flip_budget", o.flip_budget}, {"tau", o.sign_tau},
+                     {"latent_init", o.latent_init},      {"latent_rms", o.latent_rms},
                      {"hyst", o.sign_hyst},               {"clamp", o.sign_clamp},      {"bf16_state", o.bf16_state},
                      {"batch", o.batch},                  {"steps", o.steps},           {"steps_per_s", o.steps / std::max(train_s, 1e-9)},
                      {"skipped_steps", trainer->trainer().skipped()}, {"refit_sweeps", o.refit_sweeps},

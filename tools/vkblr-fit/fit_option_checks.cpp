@@ -45,6 +45,9 @@ void check_fit_options(const FitOptions& o) {
   require(o.sign_clamp > 0, "--sign-clamp {}: must be positive", o.sign_clamp);
   require_at_least("--sign-hyst", o.sign_hyst, 0.0);
   require_at_least("--tau", o.sign_tau, 0.0);
+  require(o.latent_init == "magnitude" || o.latent_init == "uniform",
+          "--latent-init {}: must be magnitude or uniform", o.latent_init);
+  require_at_least("--latent-rms", o.latent_rms, 0.0);
   require_within("--flip-budget", o.flip_budget, 0.0, 1.0);
   require_at_least("--scale-rel-floor", o.scale_rel_floor, 0.0);
   int exponent = 0;

@@ -63,6 +63,11 @@ struct FitOptions {
   float sign_lr = 0.02f;  // 0: the signs stay as the init (and refit) left them
   float sign_beta1 = 0.9f, sign_beta2 = 0.999f, sign_eps = 1e-8f;
   float sign_clamp = 1.0f, sign_hyst = 0.0f, sign_tau = 0.25f;
+  // where adam/fact latents start: "magnitude", s·min(latent_rms·a, clamp)
+  // with a the Dual-SVID sign magnitude of dual_svid.hpp (s·tau after a
+  // refit or another init); or "uniform", s·tau
+  std::string latent_init = "magnitude";
+  float latent_rms = 0.1f;
   float flip_budget = 0.0f;  // at most this fraction of signs flips per step (0: no cap)
   bool bf16_state = false;
   float scale_lr = 2e-3f;

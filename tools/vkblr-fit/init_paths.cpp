@@ -29,7 +29,7 @@ InitResult initial_paths(Context& ctx, const DeviceMatrix& w_device, const Matri
                          const LayerShape& shape, InitMethod method, std::uint64_t seed) {
   InitResult out;
   if (method == InitMethod::dual_svid) {
-    out.paths = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed});
+    out.paths = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed}, &out.magnitudes);
     return out;
   }
   std::vector<BlrPathInit> subspace = subspace_init(w, shape, {.seed = seed}, &out.subspace);
@@ -38,7 +38,8 @@ InitResult initial_paths(Context& ctx, const DeviceMatrix& w_device, const Matri
     out.used = InitMethod::subspace;
     return out;
   }
-  std::vector<BlrPathInit> dual = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed});
+  std::vector<SignMagnitudes> magnitudes;
+  std::vector<BlrPathInit> dual = gpu_dual_svid_init(ctx, w_device, shape, {.seed = seed}, &magnitudes);
   const std::array<std::vector<BlrPathInit>, 2> candidates{dual, subspace};
   const std::vector<double> errors = training_output_errors(w, x, shape, candidates);
   out.dual_svid_error = errors[0];
@@ -46,6 +47,7 @@ InitResult initial_paths(Context& ctx, const DeviceMatrix& w_device, const Matri
   // ties go to Dual-SVID (the established init)
   out.used = errors[1] < errors[0] ? InitMethod::subspace : InitMethod::dual_svid;
   out.paths = out.used == InitMethod::subspace ? std::move(subspace) : std::move(dual);
+  if (out.used == InitMethod::dual_svid) out.magnitudes = std::move(magnitudes);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr-fit/matrix.hpp"
@@ -31,6 +32,9 @@ struct InitResult {
   SubspaceStats subspace;                   // when the subspace init ran
   // `best` only: each candidate's ‖X(Ŵ − W)ᵀ‖/‖XWᵀ‖ on the training tokens
   double dual_svid_error = 0, subspace_error = 0;
+  // Dual-SVID's sign magnitudes per path (dual_svid.hpp) when its paths
+  // are used; empty for the subspace init
+  std::vector<SignMagnitudes> magnitudes;
 };
 
 // The initial paths of a layer of `shape` for w [m][n] by `method`:

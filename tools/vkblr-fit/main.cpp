@@ -104,6 +104,11 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--sign-clamp", o.sign_clamp, "latent clamp");
   app.add_option("--sign-hyst", o.sign_hyst, "hysteresis half-width of the sign update");
   app.add_option("--tau", o.sign_tau, "latent init s·tau; bop: the flip threshold");
+  app.add_option("--latent-init", o.latent_init,
+                 "adam/fact latents start at s·|a|, a the Dual-SVID factor entry each sign stands for, scaled to "
+                 "root-mean-square --latent-rms (magnitude), or at s·tau (uniform)")
+      ->check(CLI::IsMember({"magnitude", "uniform"}));
+  app.add_option("--latent-rms", o.latent_rms, "root-mean-square of the magnitude latent init");
   app.add_option("--flip-budget", o.flip_budget, "at most this fraction of signs flips per step (0: no cap)");
   app.add_flag("--bf16-state", o.bf16_state, "keep sign latents and moments in bf16 (stochastic rounding)");
   app.add_option("--scale-lr", o.scale_lr, "Adam learning rate of h, l, g (peak of the schedule)");

@@ -115,6 +115,16 @@ class SignMatrix {
   // changed outside the optimizer (vkblr-fit's host refit). Waits for it.
   void reinit(Context& ctx);
 
+  // Sets the latents to w = s·magnitude (s the sign of each bit as it is
+  // now; magnitudes f32 [rows][r], finite, in [0, clamp]; bf16 state:
+  // rounded to the nearest bf16), in place of reinit's w = s·τ, so that a
+  // caller that knows which signs are doubtful (vkblr-fit's init) starts
+  // them near zero. The moments and counters are left as they are. Waits
+  // for the device. Throws Error ("sign_latents", naming the value) for bop
+  // (no latents), a size other than rows·r, or a magnitude that is negative,
+  // not finite, or above `clamp`.
+  void set_latent_magnitudes(Context& ctx, std::span<const float> magnitudes, float clamp);
+
   std::uint32_t rows() const noexcept { return rows_; }
   std::uint32_t r() const noexcept { return r_; }
   const SignInit& init() const noexcept { return init_; }

@@ -4,6 +4,7 @@
 
 #include "../ops/op_util.hpp"
 #include "sign_kernels.hpp"
+#include "vkblr/half.hpp"
 #include "vkblr/sign.hpp"
 
 namespace vkblr {
@@ -93,6 +94,30 @@ void SignMatrix::reinit(Context& ctx) {
     rec.add(d);
   }
   rec.run();
+}
+
+void SignMatrix::set_latent_magnitudes(Context& ctx, std::span<const float> magnitudes, float clamp) {
+  constexpr const char* op = "sign_latents";
+  require(static_cast<bool>(w_), "{}: {} keeps no latents", op, to_string(init_.opt));
+  const std::uint64_t n = std::uint64_t{rows_} * r_;
+  require(magnitudes.size() == n, "{}: {} magnitudes for a {}×{} matrix", op, magnitudes.size(), rows_, r_);
+  require(std::isfinite(clamp) && clamp > 0.0f, "{}: clamp = {} (must be finite and > 0)", op, clamp);
+  ctx.wait_idle();
+  const std::vector<std::uint32_t> words = bits_->download<std::uint32_t>(n / 32);
+  std::vector<float> latents(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const float a = magnitudes[i];
+    require(std::isfinite(a) && a >= 0.0f && a <= clamp, "{}: magnitude {} at element {} (want 0 <= a <= {})", op,
+            a, i, clamp);
+    latents[i] = (words[i / 32] >> (i % 32)) & 1u ? a : -a;
+  }
+  if (init_.state == StateType::f32) {
+    w_.upload(latents);
+  } else {
+    std::vector<std::uint16_t> rounded(n);
+    for (std::uint64_t i = 0; i < n; ++i) rounded[i] = f32_to_bf16(latents[i]);
+    w_.upload(rounded);
+  }
 }
 
 SignTelemetry SignMatrix::telemetry(Context& ctx) const {

@@ -24,7 +24,8 @@ LowRankTerm path_factors(Context& ctx, const BlrPathInit& path, const LayerShape
 }
 
 std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w, const LayerShape& shape,
-                                            const RandomizedSvdOptions& options) {
+                                            const RandomizedSvdOptions& options,
+                                            std::vector<SignMagnitudes>* magnitudes) {
   check_layer_shape(shape, "GPU Dual-SVID init");
   require(w.rows == shape.m && w.cols == shape.n, "GPU Dual-SVID init: W is {}×{}, the layer {}×{}", w.rows, w.cols,
           shape.m, shape.n);
@@ -34,7 +35,9 @@ std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w,
     RandomizedSvdOptions path_options = options;
     path_options.seed = options.seed + p;
     const ScaledFactors f = randomized_svd(ctx, residual, shape.rank, path_options);
-    paths.push_back(path_from_scaled_factors(f.u_prime, f.v_prime));
+    SignMagnitudes path_magnitudes;
+    paths.push_back(path_from_scaled_factors(f.u_prime, f.v_prime, magnitudes ? &path_magnitudes : nullptr));
+    if (magnitudes) magnitudes->push_back(std::move(path_magnitudes));
     if (p + 1 < shape.paths) residual.terms.push_back(path_factors(ctx, paths.back(), shape));
   }
   return paths;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "vkblr-fit/dual_svid.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init/randomized_svd.hpp"
 #include "vkblr-fit/layer_shape.hpp"
@@ -17,11 +18,13 @@
 
 namespace vkblr::fit {
 
-// The initial paths of a layer of `shape` for w f32 [m][n] on the device.
-// Throws vkblr::Error for a bad shape (check_layer_shape) or a w of
-// another shape.
+// The initial paths of a layer of `shape` for w f32 [m][n] on the device;
+// with `magnitudes`, each path's sign magnitudes appended to it
+// (dual_svid.hpp). Throws vkblr::Error for a bad shape (check_layer_shape)
+// or a w of another shape.
 std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w, const LayerShape& shape,
-                                            const RandomizedSvdOptions& options = {});
+                                            const RandomizedSvdOptions& options = {},
+                                            std::vector<SignMagnitudes>* magnitudes = nullptr);
 
 // A path's factors on the device: a = diag(h)·S_U·diag(ℓ) [m][r],
 // b = diag(g)·S_V [n][r] (ops::expand_f32), so that Ŵ = a·bᵀ.
