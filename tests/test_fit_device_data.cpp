@@ -1,7 +1,8 @@
 // vkblr-fit's data on the device against host references: the inputs as
 // uploaded (bit for bit) and their checksums, the targets and their norms,
 // the calibration Gram C = XᵀX/T, the weight-space errors, the synthetic
-// families, the chunks of f16 rows, and the report's stage times.
+// families, synthetic X made in chunks of tokens, the chunks of f16 rows,
+// and the report's stage times.
 #include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -253,6 +254,34 @@ GPU_TEST("vkblr-fit: X in host memory read over the bus trains to the same bits 
   vkt::check_same_layer(a, b);
   std::ifstream in(dir.file("host.json"));
   CHECK(nlohmann::json::parse(in)["training"]["settings"]["x_memory"] == "host");
+}
+
+GPU_TEST("synthetic X made a chunk of tokens at a time: the bits of one chunk, in device or host memory",
+         "[fit][gpu][data]") {
+  const std::uint32_t tokens = 77, n = 80;
+  for (const double decay : {1.0, 0.0}) {
+    INFO("covariance decay " << decay);
+    const SyntheticActivationSpec spec{
+        .tokens = tokens, .n = n, .spectrum_decay = decay, .outlier_channels = 2, .outlier_scale = 8, .seed = 6};
+    const Buffer whole = ctx.buffer(std::uint64_t{tokens} * n * 2);
+    gpu_synthetic_activations(ctx, spec, whole, tokens);
+    const std::vector<std::uint16_t> want = whole.download<std::uint16_t>(std::size_t{tokens} * n);
+    CHECK(std::ranges::count(want, std::uint16_t{0}) < 10);
+    for (const std::uint32_t chunk : {1u, 5u, 32u}) {
+      for (const bool host : {false, true}) {
+        INFO(chunk << "-token chunks, " << (host ? "host" : "device") << " memory");
+        const Buffer x = host ? ctx.host_buffer(whole.size()) : ctx.buffer(whole.size());
+        gpu_synthetic_activations(ctx, spec, x, chunk);
+        CHECK(x.download<std::uint16_t>(want.size()) == want);
+      }
+    }
+  }
+  const SyntheticActivationSpec spec{.tokens = tokens, .n = n};
+  const Buffer small = ctx.buffer(tokens * n * 2 - 2);
+  CHECK_THAT(vkt::error_of([&] { gpu_synthetic_activations(ctx, spec, small); }),
+             ContainsSubstring("synthetic activations: 77x80 f16 values need 12320 bytes, the buffer holds 12318"));
+  CHECK_THAT(vkt::error_of([&] { gpu_synthetic_activations(ctx, {.tokens = (1u << 16) + 1, .n = 1u << 15}, small); }),
+             ContainsSubstring("65537x32768 = 2147516416 values exceed the 2^31 draws"));
 }
 
 GPU_TEST("f16 rows: chunks start at the storage alignment; rows past the end refused", "[fit][gpu][data]") {

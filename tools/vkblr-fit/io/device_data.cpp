@@ -172,10 +172,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
       a.outlier_channels = std::max(1u, d.n / 64);
       a.outlier_scale = 8;
     }
-    const DeviceMatrix x = gpu_synthetic_activations(ctx, a);
-    Recorder rec(ctx);
-    rec.add(ops::cvt(ctx, x.buffer, d.x16, static_cast<std::uint32_t>(need), d.n, 1.0f));
-    rec.run();
+    gpu_synthetic_activations(ctx, a, d.x16);
     d.activation_source = std::format("synthetic Gaussian {}x{}, covariance spectrum decay {}, {} outlier channels x{} "
                                       "(seed {})",
                                       need, d.n, a.spectrum_decay, a.outlier_channels, a.outlier_scale, a.seed);
