@@ -1,6 +1,6 @@
 #version 460
-// Gaussian fill (vkblr/ops/random.hpp): OUT[offset + i] = scale · draw i of
-// the stream with key pc.key, one invocation per draw:
+// Gaussian fill (vkblr/ops/random.hpp): OUT[offset + i] = scale · draw
+// first + i of the stream with key pc.key, i < count, one invocation per draw:
 //   w_j = lowbias32(lowbias32(2i + j) ^ key), u_j = ((w_j >> 9) + 0.5) · 2^-23
 //   draw = √(−2 ln u0) · cos(2π u1)
 #extension GL_GOOGLE_include_directive : require
@@ -33,8 +33,9 @@ float minus_log(float u) {
 void main() {
   const uint i = elt_index();
   if (i >= pc.count) return;
-  const float u0 = open_uniform(stream_word(2u * i));
-  const float u1 = open_uniform(stream_word(2u * i + 1u));
+  const uint draw = pc.first + i;
+  const float u0 = open_uniform(stream_word(2u * draw));
+  const float u1 = open_uniform(stream_word(2u * draw + 1u));
   const float radius = sqrt(2.0 * minus_log(u0));
   const float c = -cos(6.2831853071795865 * (u1 - 0.5));  // cos(2π u1), the argument kept in (−π, π)
   out_[pc.offset + i] = pc.scale * (radius * c);

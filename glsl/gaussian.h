@@ -6,10 +6,11 @@
 VKBLR_SHADER_BEGIN
 
 VKBLR_PUSH(GaussianPush) {
-  uint count;   // draws, <= 2^31
-  uint offset;  // element of OUT that receives draw 0, in the bound range
+  uint count;   // draws, first + count <= 2^31
+  uint offset;  // element of OUT that receives draw `first`, in the bound range
   uint key;     // stream_key(seed, stream) of lowbias32.h
   float scale;  // every draw's multiplier
+  uint first;   // index of the first draw
 } VKBLR_PUSH_END(pc)
 
 VKBLR_SHADER_END

@@ -1,7 +1,9 @@
 // vkblr-fit's data on the device against host references: the inputs as
 // uploaded (bit for bit) and their checksums, the targets and their norms,
 // the calibration Gram C = XᵀX/T, the weight-space errors, the synthetic
-// families, and the report's stage times.
+// families, synthetic X made in chunks of tokens, the chunks of f16 rows,
+// and the report's stage times.
+#include <algorithm>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/io/calibration.hpp"
 #include "vkblr-fit/io/device_data.hpp"
+#include "vkblr-fit/io/f16_rows.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"
 #include "vkblr-fit/metrics.hpp"
 #include "vkblr-fit/random.hpp"
@@ -26,6 +29,7 @@
 #include "vkblr-fit/synthetic.hpp"
 #include "vkblr-fit/train/fit_batches.hpp"
 #include "vkblr/half.hpp"
+#include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using namespace vkblr::fit;
@@ -250,4 +254,57 @@ GPU_TEST("vkblr-fit: X in host memory read over the bus trains to the same bits 
   vkt::check_same_layer(a, b);
   std::ifstream in(dir.file("host.json"));
   CHECK(nlohmann::json::parse(in)["training"]["settings"]["x_memory"] == "host");
+}
+
+GPU_TEST("synthetic X made a chunk of tokens at a time: the bits of one chunk, in device or host memory",
+         "[fit][gpu][data]") {
+  const std::uint32_t tokens = 77, n = 80;
+  for (const double decay : {1.0, 0.0}) {
+    INFO("covariance decay " << decay);
+    const SyntheticActivationSpec spec{
+        .tokens = tokens, .n = n, .spectrum_decay = decay, .outlier_channels = 2, .outlier_scale = 8, .seed = 6};
+    const Buffer whole = ctx.buffer(std::uint64_t{tokens} * n * 2);
+    gpu_synthetic_activations(ctx, spec, whole, tokens);
+    const std::vector<std::uint16_t> want = whole.download<std::uint16_t>(std::size_t{tokens} * n);
+    CHECK(std::ranges::count(want, std::uint16_t{0}) < 10);
+    for (const std::uint32_t chunk : {1u, 5u, 32u}) {
+      for (const bool host : {false, true}) {
+        INFO(chunk << "-token chunks, " << (host ? "host" : "device") << " memory");
+        const Buffer x = host ? ctx.host_buffer(whole.size()) : ctx.buffer(whole.size());
+        gpu_synthetic_activations(ctx, spec, x, chunk);
+        CHECK(x.download<std::uint16_t>(want.size()) == want);
+      }
+    }
+  }
+  const SyntheticActivationSpec spec{.tokens = tokens, .n = n};
+  const Buffer small = ctx.buffer(tokens * n * 2 - 2);
+  CHECK_THAT(vkt::error_of([&] { gpu_synthetic_activations(ctx, spec, small); }),
+             ContainsSubstring("synthetic activations: 77x80 f16 values need 12320 bytes, the buffer holds 12318"));
+  CHECK_THAT(vkt::error_of([&] { gpu_synthetic_activations(ctx, {.tokens = (1u << 16) + 1, .n = 1u << 15}, small); }),
+             ContainsSubstring("65537x32768 = 2147516416 values exceed the 2^31 draws"));
+}
+
+GPU_TEST("f16 rows: chunks start at the storage alignment; rows past the end refused", "[fit][gpu][data]") {
+  const std::uint64_t align = std::max<std::uint64_t>(ctx.caps().min_storage_buffer_offset_alignment, 4);
+  CHECK(f16_chunk_rows(ctx, 1, 1, 100000) == align / 2);              // rows of 2 bytes
+  CHECK(f16_chunk_rows(ctx, 3, align + 1, 100000) == 3 * align / 2);  // 6 bytes: steps of align / 2 rows
+  CHECK(f16_chunk_rows(ctx, 8 * align, 3, 100000) == 3);              // every row aligned
+  CHECK(f16_chunk_rows(ctx, 8 * align, 0, 10) == 1);
+  CHECK(f16_chunk_rows(ctx, 1, 1000, 10) == 10);  // at most the rows
+  CHECK_THAT(vkt::error_of([&] { f16_chunk_rows(ctx, 0, 1, 1); }), ContainsSubstring("f16 rows"));
+
+  // rows of 2 values: 2 rows at the first aligned row after row 0
+  const Buffer src = ctx.upload(std::vector<float>{1.0f, -2.0f, 0.1f, 65520.0f}, "src");
+  Buffer dst = ctx.buffer(align * 4, "dst");
+  dst.fill(0x55555555u);
+  const std::uint64_t first = f16_chunk_rows(ctx, 2, 1, 1000);
+  Recorder rec(ctx);
+  rec.add(narrow_rows(ctx, src, dst, first, 2, 2));
+  rec.run();
+  std::vector<std::uint16_t> want(align * 2, 0x5555);
+  const std::vector<std::uint16_t> values = {0x3c00, 0xc000, f32_to_f16(0.1f), 0x7c00};  // 65520 rounds to +Inf
+  std::ranges::copy(values, want.begin() + static_cast<std::ptrdiff_t>(2 * first));
+  CHECK(dst.download<std::uint16_t>(want.size()) == want);
+  CHECK_THAT(vkt::error_of([&] { narrow_rows(ctx, src, dst, align, 1, 2); }),
+             ContainsSubstring("f16 rows: rows [") && ContainsSubstring("past the destination's"));
 }

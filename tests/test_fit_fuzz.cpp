@@ -4,19 +4,23 @@
 // deletions, truncation at every offset of the headers, changed header
 // lengths, and edits of the JSON: deep nesting, repeated keys, wrong types,
 // huge and negative numbers, offsets past the end, overlapping ranges, odd
-// names. Every case must end in success or a vkblr::Error whose message is
-// short; any other exception fails the test, and the dev build's ASan and
+// names. The safetensors and .npy files are read both by the whole-matrix
+// readers and through MatrixSource (a memory map, read in chunks of rows).
+// Every case must end in success or a vkblr::Error whose message is short; any other exception fails the test, and the dev build's ASan and
 // UBSan fail it on a crash or undefined behaviour.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <catch2/catch_test_macros.hpp>
+#include <algorithm>
 #include <cstring>
+#include <exception>
 #include <format>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -25,6 +29,7 @@
 #include "vkblr-fit/blr_result.hpp"
 #include "vkblr-fit/checkpoint.hpp"
 #include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/matrix_source.hpp"
 #include "vkblr-fit/json_input.hpp"
 #include "vkblr-fit/npy.hpp"
 #include "vkblr-fit/safetensors.hpp"
@@ -48,13 +53,33 @@ const T& pick(Rng& rng, const std::vector<T>& values) {
   return values[below(rng, values.size())];
 }
 
-// Runs `f`; a vkblr::Error ends it as a refusal would. Other exceptions
-// pass through to the case.
+// Runs `f`; a vkblr::Error ends it as a refusal would, but one whose
+// message is too long becomes a std::length_error. Other exceptions pass
+// through to the case.
 template <class F>
 void tolerate_refusal(F&& f) {
   try {
     f();
-  } catch (const vkblr::Error&) {
+  } catch (const vkblr::Error& e) {
+    const std::size_t size = std::strlen(e.what());
+    if (size > kMaxMessageBytes)
+      throw std::length_error(std::format("a message of {} bytes: {}", size, excerpt(e.what())));
+  }
+}
+
+// Opens `tensor` of the file (empty: its only one) as a MatrixSource, as
+// vkblr-fit opens W and X, and reads all its rows in chunks of two (one
+// read when the rows are empty: a matrix of no columns may have 2^64 - 1
+// of them).
+void read_matrix_source(const std::string& path, const std::string& tensor) {
+  const MatrixSource source(path, tensor, "fuzzed");
+  const std::uint64_t chunk = source.cols() == 0 ? source.rows() : 2;
+  std::vector<float> values;
+  for (std::uint64_t first = 0; first < source.rows(); first += chunk) {
+    const std::uint64_t count = std::min(chunk, source.rows() - first);
+    values.resize(count * source.cols());
+    source.read_rows(first, count, values);
+    (void)source.bytes(first, count);
   }
 }
 
@@ -77,6 +102,30 @@ void read_safetensors(const std::string& path) {
   }
   tolerate_refusal([&] { reader.choose(""); });
   (void)reader.tensor_list();
+}
+
+// Every tensor of a safetensors file through MatrixSource: the file's only
+// one, then each by name (a file the reader refuses is refused here too).
+void read_safetensors_sources(const std::string& path) {
+  tolerate_refusal([&] { read_matrix_source(path, ""); });
+  const SafetensorsReader reader(path);
+  for (const TensorInfo& t : reader.tensors()) tolerate_refusal([&] { read_matrix_source(path, t.name); });
+}
+
+// Runs every reader on the file, each whatever the others did; the first
+// refusal is rethrown after all have run.
+std::function<void(const std::string&)> each_of(std::vector<std::function<void(const std::string&)>> readers) {
+  return [readers = std::move(readers)](const std::string& path) {
+    std::exception_ptr refusal;
+    for (const auto& read : readers) {
+      try {
+        read(path);
+      } catch (const vkblr::Error&) {
+        if (!refusal) refusal = std::current_exception();
+      }
+    }
+    if (refusal) std::rethrow_exception(refusal);
+  };
 }
 
 // Reads a checkpoint and the fields vkblr-fit's resume reads.
@@ -526,7 +575,7 @@ TEST_CASE("fit readers: thousands of damaged files end in success or a vkblr::Er
   CHECK(read_blr_result(result_path).shape.rank == 32);
 
   for (const auto& [name, base, read] :
-       {std::tuple{"t.safetensors", &tensors, std::function<void(const std::string&)>(read_safetensors)},
+       {std::tuple{"t.safetensors", &tensors, each_of({read_safetensors, read_safetensors_sources})},
         std::tuple{"c.ckpt", &checkpoint, std::function<void(const std::string&)>(read_checkpoint_fields)},
         std::tuple{"r.safetensors", &result,
                    std::function<void(const std::string&)>([](const std::string& p) { read_blr_result(p); })}}) {
@@ -538,7 +587,8 @@ TEST_CASE("fit readers: thousands of damaged files end in success or a vkblr::Er
   feed("c.ckpt", checkpoint_json_mutations(checkpoint, rng, 200), read_checkpoint_fields);
   feed("r.safetensors", result_metadata_mutations(result), [](const std::string& p) { read_blr_result(p); });
 
-  const auto read_npy = [](const std::string& p) { read_npy_matrix(p); };
+  const auto read_npy = each_of({[](const std::string& p) { read_npy_matrix(p); },
+                                 [](const std::string& p) { read_matrix_source(p, ""); }});
   for (const int major : {1, 2, 3}) {
     const std::string npy =
         vkt::npy_bytes(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", raw_floats(6, 1.0f));

@@ -1,8 +1,9 @@
 // The Gaussian fill: every draw near its f64 reference, the reference
 // itself (written again here, and pinned values), the moments and tails of
 // 10^6 draws, streams and seeds independent (also streams whose keys differ
-// in a few low bits), a draw independent of count and offset, poisoned
-// outputs untouched outside the block, and the builder's refusals.
+// in a few low bits), a draw independent of count and offset, one drawn in
+// pieces (first) the one drawn at once, poisoned outputs untouched outside
+// the block, and the builder's refusals.
 #include <algorithm>
 #include <bit>
 #include <catch2/catch_test_macros.hpp>
@@ -31,13 +32,14 @@ double draw(std::uint64_t seed, std::uint32_t stream, std::uint32_t i) {
   return std::sqrt(-2.0 * std::log(uniform(2 * i))) * std::cos(2.0 * std::numbers::pi * uniform(2 * i + 1));
 }
 
-// `count` draws at element `offset` of a poisoned buffer of `floats`.
+// `count` draws from draw `first` at element `offset` of a poisoned buffer
+// of `floats`.
 std::vector<float> fill(Context& ctx, std::size_t floats, std::uint64_t count, std::uint64_t seed,
-                        std::uint32_t stream, float scale = 1.0f, std::uint64_t offset = 0) {
+                        std::uint32_t stream, float scale = 1.0f, std::uint64_t offset = 0, std::uint64_t first = 0) {
   Buffer out = ctx.buffer(floats * 4);
   out.fill(vkt::kPoison32);
   Recorder rec(ctx);
-  rec.add(ops::gaussian(ctx, out, count, seed, stream, scale, offset));
+  rec.add(ops::gaussian(ctx, out, count, seed, stream, scale, offset, first));
   rec.run();
   return out.download<float>(floats);
 }
@@ -166,6 +168,19 @@ GPU_TEST("a gaussian draw depends on its index only: counts, offsets, one draw",
   CHECK(std::count_if(last.begin(), last.end() - 1, [](float x) { return bits(x) != vkt::kPoison32; }) == 0);
 }
 
+GPU_TEST("a gaussian draw made in pieces (first) is the draw made at once", "[ops][random]") {
+  const auto whole = fill(ctx, 5000, 5000, 9, 2);
+  const auto piece = fill(ctx, 1300, 1200, 9, 2, 1.0f, 100, 3700);  // draws 3700..4899 at elements 100..1299
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < 1200; ++i) differ += bits(piece[100 + i]) != bits(whole[3700 + i]);
+  CHECK(differ == 0);
+  CHECK(std::count_if(piece.begin(), piece.begin() + 100, [](float x) { return bits(x) != vkt::kPoison32; }) == 0);
+  // the last draw of a stream, against its f64 reference
+  const auto last = fill(ctx, 1, 1, 9, 2, 1.0f, 0, (1ull << 31) - 1);
+  CHECK(std::abs(last[0] - ops::gaussian_reference(9, 2, (1u << 31) - 1)) <=
+        1e-5 * std::max(1.0, std::abs(double{last[0]})));
+}
+
 GPU_TEST("gaussian refuses empty or oversized counts and small buffers", "[ops][random][errors]") {
   Buffer out = ctx.buffer(64 * 4);
   CHECK_THROWS_WITH(ops::gaussian(ctx, out, 0, 1, 0), ContainsSubstring("gaussian: count = 0"));
@@ -174,6 +189,10 @@ GPU_TEST("gaussian refuses empty or oversized counts and small buffers", "[ops][
   CHECK_THROWS_WITH(ops::gaussian(ctx, out, 65, 1, 0), ContainsSubstring("gaussian: out holds 256 bytes, needs 260"));
   CHECK_THROWS_WITH(ops::gaussian(ctx, out, 60, 1, 0, 1.0f, 5),
                     ContainsSubstring("gaussian: out holds 256 bytes, needs 260"));
+  CHECK_THROWS_WITH(ops::gaussian(ctx, out, 8, 1, 0, 1.0f, 0, (1ull << 31) - 7),
+                    ContainsSubstring("gaussian: first = 2147483641 + count = 8 exceeds 2^31 draws"));
+  CHECK_THROWS_WITH(ops::gaussian(ctx, out, 8, 1, 0, 1.0f, 0, ~0ull),
+                    ContainsSubstring("exceeds 2^31 draws"));
   CHECK_THROWS_WITH(ops::gaussian(ctx, out, 8, 1, 0, 1.0f, std::uint64_t{1} << 62),
                     ContainsSubstring("gaussian: out offset 4611686018427387904 is out of range"));
 }

@@ -13,8 +13,8 @@
 
 #include "vkblr-fit/binary_file.hpp"
 #include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/widen.hpp"
 #include "vkblr/error.hpp"
-#include "vkblr/half.hpp"
 
 static_assert(std::endian::native == std::endian::little, "npy '<' data is read as native: a port needs byte swaps");
 
@@ -132,17 +132,6 @@ const T& field(const std::map<std::string, HeaderValue>& dict, const char* key, 
   return *v;
 }
 
-template <class T>
-std::vector<T> values_as(const std::vector<std::byte>& bytes) {
-  std::vector<T> out(bytes.size() / sizeof(T));
-  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
 NpyHeader parse_header(InputFile& file) {
   const std::string& path = file.path();
   std::array<std::byte, 8> prefix{};
@@ -218,14 +207,8 @@ Matrix read_npy_matrix(const std::string& path) {
   Matrix m;
   m.rows = h.rows;
   m.cols = h.cols;
-  if (h.dtype == Dtype::F32) {
-    m.values = values_as<float>(bytes);
-  } else if (h.dtype == Dtype::F16) {
-    m.values = from_f16(values_as<std::uint16_t>(bytes));
-  } else {
-    const auto wide = values_as<double>(bytes);
-    m.values.assign(wide.begin(), wide.end());
-  }
+  m.values.resize(bytes.size() * 8 / dtype_bits(h.dtype));
+  widen_to_f32(h.dtype, bytes, m.values);
   return m;
 }
 

@@ -30,8 +30,8 @@ struct NpyHeader {
 };
 NpyHeader read_npy_header(const std::string& path);
 
-// The array as f32 [shape[0]][shape[1]]: f2 widened exactly, f8 rounded to
-// nearest.
+// The array as f32 [shape[0]][shape[1]], converted by widen_to_f32
+// (io/widen.hpp: f2 exactly, f8 rounded to nearest).
 Matrix read_npy_matrix(const std::string& path);
 
 }  // namespace vkblr::fit

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/widen.hpp"
 #include "vkblr-fit/json_input.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
@@ -267,34 +268,31 @@ std::vector<std::byte> SafetensorsReader::read_bytes(const TensorInfo& tensor) {
   return bytes;
 }
 
-std::vector<float> SafetensorsReader::read_f32(const TensorInfo& tensor) {
-  const auto bytes = read_bytes(tensor);
-  switch (tensor.dtype) {
-    case Dtype::F32:
-      return bytes_as<float>(bytes);
-    case Dtype::F16:
-      return from_f16(bytes_as<std::uint16_t>(bytes));
-    case Dtype::BF16: {
-      const auto bits = bytes_as<std::uint16_t>(bytes);
-      std::vector<float> out(bits.size());
-      std::ranges::transform(bits, out.begin(), bf16_to_f32);
-      return out;
-    }
-    case Dtype::F64: {
-      const auto wide = bytes_as<double>(bytes);
-      return {wide.begin(), wide.end()};
-    }
-    default:
-      fail("{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path(), excerpt(tensor.name),
-           dtype_name(tensor.dtype));
+void SafetensorsReader::check_widens(const TensorInfo& tensor) const {
+  if (!widens_to_f32(tensor.dtype)) {
+    fail("{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path(), excerpt(tensor.name),
+         dtype_name(tensor.dtype));
   }
 }
 
-Matrix SafetensorsReader::read_matrix(const TensorInfo& tensor) {
+void SafetensorsReader::check_matrix(const TensorInfo& tensor) const {
   if (tensor.shape.size() != 2) {
     fail("{}: tensor '{}' has shape {} ({}-D); a matrix must be 2-D", path(), excerpt(tensor.name),
          shape_text(tensor.shape), tensor.shape.size());
   }
+  check_widens(tensor);
+}
+
+std::vector<float> SafetensorsReader::read_f32(const TensorInfo& tensor) {
+  check_widens(tensor);
+  const auto bytes = read_bytes(tensor);
+  std::vector<float> out(bytes.size() * 8 / dtype_bits(tensor.dtype));
+  widen_to_f32(tensor.dtype, bytes, out);
+  return out;
+}
+
+Matrix SafetensorsReader::read_matrix(const TensorInfo& tensor) {
+  check_matrix(tensor);
   Matrix m;
   m.rows = tensor.shape[0];
   m.cols = tensor.shape[1];

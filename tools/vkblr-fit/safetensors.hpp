@@ -68,12 +68,16 @@ class SafetensorsReader {
   // One line per tensor, "  name DTYPE [shape]", for messages.
   std::string tensor_list() const;
 
-  // The tensor's values as f32: F32 as stored, F16/BF16 widened exactly,
-  // F64 rounded to nearest. Other dtypes throw.
+  // The tensor's values as f32, converted by widen_to_f32 (io/widen.hpp:
+  // F32 as stored, F16/BF16 exactly, F64 rounded to nearest). Other dtypes
+  // throw.
   std::vector<float> read_f32(const TensorInfo& tensor);
   // A 2-D tensor as a Matrix [shape[0]][shape[1]] (read_f32's dtypes);
   // throws for another rank.
   Matrix read_matrix(const TensorInfo& tensor);
+  // Throws as read_matrix does, reading nothing, unless `tensor` is 2-D of
+  // one of read_f32's dtypes (the check of a matrix read another way).
+  void check_matrix(const TensorInfo& tensor) const;
   // The stored values of a U32 / U16 tensor, bit for bit; throws for
   // another dtype.
   std::vector<std::uint32_t> read_u32(const TensorInfo& tensor);
@@ -86,6 +90,8 @@ class SafetensorsReader {
   std::uint64_t file_bytes() const { return file_.size(); }
 
  private:
+  void check_widens(const TensorInfo& tensor) const;  // throws unless read_f32 reads its dtype
+
   InputFile file_;
   std::uint64_t data_start_ = 0;
   std::vector<TensorInfo> tensors_;

@@ -11,22 +11,24 @@
 namespace vkblr::ops {
 namespace {
 using shader::GaussianPush;
-static_assert(sizeof(GaussianPush) == 16);
+static_assert(sizeof(GaussianPush) == 20);
 
 constexpr std::uint64_t kMaxDraws = std::uint64_t{1} << 31;  // counters 2i + 1 stay below 2^32
 }  // namespace
 
 Dispatch gaussian(Context& ctx, const Buffer& out, std::uint64_t count, std::uint64_t seed, std::uint32_t stream,
-                  float scale, std::uint64_t offset) {
+                  float scale, std::uint64_t offset, std::uint64_t first) {
   const char* op = "gaussian";
   require(count > 0, "{}: count = 0", op);
   require(count <= kMaxDraws, "{}: count = {} exceeds 2^31 draws", op, count);
+  require(first <= kMaxDraws - count, "{}: first = {} + count = {} exceeds 2^31 draws", op, first, count);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::gaussian, op);
   GaussianPush p{};
   p.count = static_cast<std::uint32_t>(count);
   p.offset = detail::bind_elements(ctx, d, op, "out", 0, out, Access::write, offset, count);
   p.key = shader::stream_key(seed, stream);
   p.scale = scale;
+  p.first = static_cast<std::uint32_t>(first);
   d.set_push(p);
   d.groups = detail::elt_grid(count, op);
   return d;

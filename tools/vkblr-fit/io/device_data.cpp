@@ -6,6 +6,7 @@
 
 #include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/input_range.hpp"
+#include "vkblr-fit/io/f16_rows.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
 #include "vkblr/error.hpp"
@@ -55,10 +56,10 @@ double upload_f32(const MatrixSource& src, std::uint64_t rows, Buffer& dst, cons
 
 // Rows [0, rows) of `src` into dst f16 [rows][cols] on the device: F16 data
 // bit for bit; other dtypes converted to f32 on the host and to f16 on the
-// device (ops::cvt, round to nearest even).
+// device (narrow_rows, round to nearest even).
 double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t rows, Buffer& dst, const char* what) {
   const std::uint64_t cols = src.cols();
-  const std::uint64_t chunk_rows = std::max<std::uint64_t>(32, kChunkFloats / cols / 32 * 32);
+  const std::uint64_t chunk_rows = f16_chunk_rows(ctx, cols, kChunkFloats / cols, rows);
   if (src.dtype() == Dtype::F16) {
     std::vector<float> scan(std::min(rows, chunk_rows) * cols);
     double max_abs = 0;
@@ -83,8 +84,7 @@ double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t rows, Buf
     max_abs = std::max(max_abs, s.max_abs);
     wide.write(part.data(), part.size_bytes());
     Recorder rec(ctx);
-    rec.add(ops::cvt(ctx, wide, dst.view(r * cols * 2, count * cols * 2), static_cast<std::uint32_t>(count),
-                     static_cast<std::uint32_t>(cols), 1.0f));
+    rec.add(narrow_rows(ctx, wide, dst, r, static_cast<std::uint32_t>(count), static_cast<std::uint32_t>(cols)));
     rec.run();
   }
   return max_abs;
@@ -172,10 +172,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
       a.outlier_channels = std::max(1u, d.n / 64);
       a.outlier_scale = 8;
     }
-    const DeviceMatrix x = gpu_synthetic_activations(ctx, a);
-    Recorder rec(ctx);
-    rec.add(ops::cvt(ctx, x.buffer, d.x16, static_cast<std::uint32_t>(need), d.n, 1.0f));
-    rec.run();
+    gpu_synthetic_activations(ctx, a, d.x16);
     d.activation_source = std::format("synthetic Gaussian {}x{}, covariance spectrum decay {}, {} outlier channels x{} "
                                       "(seed {})",
                                       need, d.n, a.spectrum_decay, a.outlier_channels, a.outlier_scale, a.seed);

@@ -3,7 +3,9 @@
 // GEMM operand), the calibration tokens X as f16 (training tokens, then the
 // held-out ones). Read from files through memory maps in chunks (converted
 // by every core, staged to the device chunk by chunk: the host never holds
-// a copy of a whole input) or generated on the device (gpu_synthetic.hpp).
+// a copy of a whole input) or generated on the device (gpu_synthetic.hpp;
+// X a chunk of tokens at a time, so neither holds an f32 copy of X: with X
+// in host memory, the device holds none of it).
 //
 // Where X lives: device memory when it fits; otherwise host memory the
 // device reads over the bus (a host-visible buffer: every batch is read

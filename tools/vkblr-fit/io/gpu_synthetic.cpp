@@ -6,6 +6,7 @@
 
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr-fit/init/orthonormalize.hpp"
+#include "vkblr-fit/io/f16_rows.hpp"
 #include "vkblr-fit/sign_bits.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
@@ -21,6 +22,9 @@ namespace {
 enum Stream : std::uint32_t { kStreamU = 1, kStreamV, kStreamZ, kStreamNoise, kStreamBlock0 = 64 };
 
 constexpr std::uint32_t kMaxMixBlock = 4096;
+constexpr std::uint64_t kMaxDraws = std::uint64_t{1} << 31;  // of a Gaussian stream (ops::gaussian)
+// Bytes of each f32 scratch matrix of a chunk of synthetic tokens.
+constexpr std::uint64_t kChunkBytes = std::uint64_t{64} << 20;
 
 DeviceMatrix gaussian_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::uint64_t seed,
                              std::uint32_t stream, std::string_view label) {
@@ -41,10 +45,15 @@ DeviceMatrix random_orthonormal(Context& ctx, std::uint32_t rows, std::uint32_t 
   return q;
 }
 
+// Per-column factors on the device, rounded to f32.
+Buffer upload_column(Context& ctx, const std::vector<double>& col) {
+  const std::vector<float> c(col.begin(), col.end());
+  return ctx.upload(c, "fit.synthetic.col");
+}
+
 // out = a with column j multiplied by col[j] (a, out [rows][cols]).
 void scale_columns(Context& ctx, const DeviceMatrix& a, const std::vector<double>& col, DeviceMatrix& out) {
-  const std::vector<float> c(col.begin(), col.end());
-  const Buffer col_d = ctx.upload(c, "fit.synthetic.col");
+  const Buffer col_d = upload_column(ctx, col);
   Recorder rec(ctx);
   rec.add(ops::scale_acc(ctx, a.buffer, col_d, out.buffer, a.rows, a.cols, false));
   rec.run();
@@ -86,51 +95,72 @@ DeviceMatrix gpu_synthetic_weight(Context& ctx, const SyntheticWeightSpec& spec)
   return w;
 }
 
-DeviceMatrix gpu_synthetic_activations(Context& ctx, const SyntheticActivationSpec& spec) {
+void gpu_synthetic_activations(Context& ctx, const SyntheticActivationSpec& spec, const Buffer& x16,
+                               std::uint32_t chunk_tokens) {
   check_activation_spec(spec);
+  const std::uint32_t n = spec.n;
+  const std::uint64_t values = std::uint64_t{spec.tokens} * n;
+  require(values <= kMaxDraws, "synthetic activations: {}x{} = {} values exceed the 2^31 draws of a Gaussian stream",
+          spec.tokens, n, values);
+  require(x16.size() >= values * 2, "synthetic activations: {}x{} f16 values need {} bytes, the buffer holds {}",
+          spec.tokens, n, values * 2, x16.size());
   Rng rng(spec.seed);
-  const std::vector<std::size_t> outliers = distinct_indices(spec.n, spec.outlier_channels, rng);
-  const std::vector<double> deviation = column_factors(spec.n, outliers, spec.outlier_scale, 1.0);
-  DeviceMatrix z = gaussian_matrix(ctx, spec.tokens, spec.n, spec.seed, kStreamZ, "fit.synthetic.z");
-  DeviceMatrix x = device_matrix(ctx, spec.tokens, spec.n, "fit.synthetic.x");
-  if (spec.spectrum_decay == 0) {
-    scale_columns(ctx, z, deviation, x);
-    return x;
-  }
-  // blocks of near-equal width (multiples of 16 where n allows), eigenvalue
-  // c dealt to block c mod blocks
-  const std::uint32_t blocks = (spec.n + kMaxMixBlock - 1) / kMaxMixBlock;
-  const std::vector<double> lambda = covariance_spectrum_of(spec);
+  const std::vector<std::size_t> outliers = distinct_indices(n, spec.outlier_channels, rng);
+  const Buffer deviation = upload_column(ctx, column_factors(n, outliers, spec.outlier_scale, 1.0));
+  // With a covariance decay: blocks of near-equal width (multiples of 16
+  // where n allows), eigenvalue c dealt to block c mod blocks, each block
+  // mixed by its own basis.
+  const bool mixed = spec.spectrum_decay != 0;
+  const std::uint32_t blocks = mixed ? (n + kMaxMixBlock - 1) / kMaxMixBlock : 0;
   std::vector<std::uint32_t> first(blocks + 1, 0);
-  for (std::uint32_t b = 0; b <= blocks; ++b) first[b] = static_cast<std::uint32_t>(std::uint64_t{spec.n} * b / blocks);
-  std::vector<double> root_lambda(spec.n);
-  for (std::uint32_t b = 0; b < blocks; ++b) {
-    for (std::uint32_t i = 0; i < first[b + 1] - first[b]; ++i) {
-      root_lambda[first[b] + i] = std::sqrt(lambda[std::size_t{i} * blocks + b]);
+  Buffer root_lambda;
+  std::vector<DeviceMatrix> bases;
+  if (mixed) {
+    for (std::uint32_t b = 0; b <= blocks; ++b) first[b] = static_cast<std::uint32_t>(std::uint64_t{n} * b / blocks);
+    const std::vector<double> lambda = covariance_spectrum_of(spec);
+    std::vector<double> root(n);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+      for (std::uint32_t i = 0; i < first[b + 1] - first[b]; ++i) {
+        root[first[b] + i] = std::sqrt(lambda[std::size_t{i} * blocks + b]);
+      }
+    }
+    root_lambda = upload_column(ctx, root);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+      const std::uint32_t width = first[b + 1] - first[b];
+      bases.push_back(random_orthonormal(ctx, width, width, spec.seed, kStreamBlock0 + b, "fit.synthetic.q"));
     }
   }
-  DeviceMatrix zs = device_matrix(ctx, spec.tokens, spec.n, "fit.synthetic.z_scaled");
-  scale_columns(ctx, z, root_lambda, zs);
-  DeviceMatrix mixed = std::move(z);  // Z's buffer holds the mixed tokens
-  for (std::uint32_t b = 0; b < blocks; ++b) {
-    const std::uint32_t width = first[b + 1] - first[b];
-    const DeviceMatrix q = random_orthonormal(ctx, width, width, spec.seed, kStreamBlock0 + b, "fit.synthetic.q");
-    ops::GemmF32 shape;
-    shape.m = spec.tokens;
-    shape.n = width;
-    shape.k = width;
-    shape.trans_b = true;  // X_b = Zs_b·Q_bᵀ
-    shape.lda = spec.n;
-    shape.ldb = width;
-    shape.ldo = spec.n;
-    shape.a_offset = first[b];
-    shape.out_offset = first[b];
+  const auto chunk = static_cast<std::uint32_t>(f16_chunk_rows(
+      ctx, n, chunk_tokens != 0 ? chunk_tokens : std::max<std::uint64_t>(1, kChunkBytes / (std::uint64_t{n} * 4)),
+      spec.tokens));
+  // a chunk's Z, then (mixed) Z·diag(√λ)·Qᵀ; scaled: Z·diag(√λ), then X
+  const Buffer z = ctx.buffer(std::uint64_t{chunk} * n * 4, "fit.synthetic.z");
+  const Buffer scaled = ctx.buffer(std::uint64_t{chunk} * n * 4, "fit.synthetic.scaled");
+  for (std::uint32_t t = 0; t < spec.tokens; t += chunk) {
+    const std::uint32_t count = std::min(chunk, spec.tokens - t);
     Recorder rec(ctx);
-    rec.add(ops::gemm_f32(ctx, zs.buffer, q.buffer, mixed.buffer, shape));
+    rec.add(ops::gaussian(ctx, z, std::uint64_t{count} * n, spec.seed, kStreamZ, 1.0f, 0, std::uint64_t{t} * n));
+    if (mixed) {
+      rec.add(ops::scale_acc(ctx, z, root_lambda, scaled, count, n, false));
+      for (std::uint32_t b = 0; b < blocks; ++b) {
+        const std::uint32_t width = first[b + 1] - first[b];
+        ops::GemmF32 shape;
+        shape.m = count;
+        shape.n = width;
+        shape.k = width;
+        shape.trans_b = true;  // X_b = Zs_b·Q_bᵀ
+        shape.lda = n;
+        shape.ldb = width;
+        shape.ldo = n;
+        shape.a_offset = first[b];
+        shape.out_offset = first[b];
+        rec.add(ops::gemm_f32(ctx, scaled, bases[b].buffer, z, shape));
+      }
+    }
+    rec.add(ops::scale_acc(ctx, z, deviation, scaled, count, n, false));
+    rec.add(narrow_rows(ctx, scaled, x16, t, count, n));
     rec.run();
   }
-  scale_columns(ctx, mixed, deviation, x);
-  return x;
 }
 
 DeviceMatrix gpu_planted_weight(Context& ctx, const PlantedWeightSpec& spec) {

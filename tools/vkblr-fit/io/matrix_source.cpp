@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "vkblr-fit/io/widen.hpp"
 #include "vkblr-fit/npy.hpp"
 #include "vkblr/error.hpp"
-#include "vkblr/half.hpp"
 
 namespace vkblr::fit {
 
@@ -53,37 +53,6 @@ struct MatrixSource::Mapping {
 namespace {
 
 std::size_t element_bytes(Dtype d) { return dtype_bits(d) / 8; }
-
-void convert(Dtype dtype, const std::byte* src, std::size_t count, float* out) {
-  switch (dtype) {
-    case Dtype::F32:
-      std::memcpy(out, src, count * 4);
-      return;
-    case Dtype::F16:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      return;
-    case Dtype::BF16:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      return;
-    case Dtype::F64:
-      for (std::size_t i = 0; i < count; ++i) {
-        double d;
-        std::memcpy(&d, src + 8 * i, 8);
-        out[i] = static_cast<float>(d);
-      }
-      return;
-    default:
-      fail("matrix source: dtype {} cannot be read as f32", dtype_name(dtype));
-  }
-}
 
 }  // namespace
 
@@ -132,11 +101,7 @@ MatrixSource::MatrixSource(const std::string& path, const std::string& tensor, c
     require(ext == ".safetensors", "{} file {}: expected .safetensors or .npy", what, path);
     const SafetensorsReader reader(path);
     const TensorInfo& t = reader.choose(tensor);
-    require(t.shape.size() == 2, "{}: tensor '{}' has shape {} ({}-D); a matrix must be 2-D", path, t.name,
-            t.describe(), t.shape.size());
-    require(t.dtype == Dtype::F32 || t.dtype == Dtype::F16 || t.dtype == Dtype::BF16 || t.dtype == Dtype::F64,
-            "{}: tensor '{}' is {}: vkblr-fit reads F32, F16, BF16 or F64 values", path, t.name,
-            dtype_name(t.dtype));
+    reader.check_matrix(t);
     rows_ = t.shape[0];
     cols_ = t.shape[1];
     dtype_ = t.dtype;
@@ -168,7 +133,7 @@ MatrixSource::ValueStats MatrixSource::read_rows(std::uint64_t first, std::uint6
   std::mutex stats_mutex;
   ValueStats stats;
   parallel_ranges(out.size(), std::size_t{1} << 20, [&](std::size_t begin, std::size_t end) {
-    convert(dtype_, in.data() + begin * size, end - begin, out.data() + begin);
+    widen_to_f32(dtype_, in.subspan(begin * size, (end - begin) * size), out.subspan(begin, end - begin));
     ValueStats piece;
     for (std::size_t i = begin; i < end; ++i) {
       const float v = out[i];

@@ -4,9 +4,9 @@
 //
 // The header is validated by the file's reader (npy.hpp, safetensors.hpp);
 // the data is then mapped read-only. Values are F32, F16, BF16 or F64
-// (.npy: <f4, <f2, <f8), converted to f32 as the readers convert them (f16
-// and bf16 exactly, f64 rounded to nearest), by as many threads as there are
-// cores for large ranges. Throws vkblr::Error naming the file: every error
+// (.npy: <f4, <f2, <f8), converted to f32 by widen_to_f32 as the readers
+// convert them (io/widen.hpp), by as many threads as there are cores for
+// large ranges. Throws vkblr::Error naming the file: every error
 // of its reader, another dtype, another rank than 2, a mapping that fails.
 #pragma once
 

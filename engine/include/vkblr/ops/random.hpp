@@ -26,11 +26,12 @@
 
 namespace vkblr::ops {
 
-// out f32 at element `offset`: out[offset + i] = scale · draw i of
-// (seed, stream), for i < count, 1 <= count <= 2^31. Elements outside
+// out f32 at element `offset`: out[offset + i] = scale · draw first + i of
+// (seed, stream), for i < count, count >= 1, first + count <= 2^31 (a
+// stream's draws: a long draw can be made in pieces). Elements outside
 // [offset, offset + count) are not touched.
 Dispatch gaussian(Context& ctx, const Buffer& out, std::uint64_t count, std::uint64_t seed, std::uint32_t stream,
-                  float scale = 1.0f, std::uint64_t offset = 0);
+                  float scale = 1.0f, std::uint64_t offset = 0, std::uint64_t first = 0);
 
 // Draw i of (seed, stream) on the host, in f64 (the reference of the kernel).
 double gaussian_reference(std::uint64_t seed, std::uint32_t stream, std::uint32_t i);
