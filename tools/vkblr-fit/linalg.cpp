@@ -4,11 +4,16 @@
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "vkblr-fit/parallel.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {
 namespace {
+
+// Smallest pieces of the rank-1 power iteration's products worth a thread.
+constexpr std::size_t kRowsPerThread = 64, kColumnsPerThread = 64;
 
 using ColMajor = Eigen::MatrixXd;
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -81,18 +86,43 @@ TruncatedSvd truncated_svd(const MatrixF64& a, std::size_t rank, const SvdOption
 }
 
 SingularPair top_singular_pair_nonnegative(const MatrixF64& a) {
-  const auto A = view(a);
-  Eigen::VectorXd v = Eigen::VectorXd::Constant(A.cols(), 1.0 / std::sqrt(static_cast<double>(std::max<Eigen::Index>(A.cols(), 1))));
-  Eigen::VectorXd u = Eigen::VectorXd::Zero(A.rows());
+  const std::size_t rows = a.rows, cols = a.cols;
+  const double* values = a.values.data();
+  Eigen::VectorXd v = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(cols),
+                                                1.0 / std::sqrt(static_cast<double>(std::max<std::size_t>(cols, 1))));
+  Eigen::VectorXd u = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(rows));
+  Eigen::VectorXd next(static_cast<Eigen::Index>(cols));
+  // The two products on every core; each output element is one sum in
+  // index order, so the bits do not depend on the number of cores.
+  const auto times_v = [&] {
+    parallel_ranges(rows, kRowsPerThread, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        double sum = 0;
+        for (std::size_t j = 0; j < cols; ++j) sum += values[i * cols + j] * v[static_cast<Eigen::Index>(j)];
+        u[static_cast<Eigen::Index>(i)] = sum;
+      }
+    });
+  };
+  const auto transposed_times_u = [&] {
+    parallel_ranges(cols, kColumnsPerThread, [&](std::size_t begin, std::size_t end) {
+      std::vector<double> sums(end - begin, 0.0);
+      for (std::size_t i = 0; i < rows; ++i) {
+        const double ui = u[static_cast<Eigen::Index>(i)];
+        const double* row = values + i * cols;
+        for (std::size_t j = begin; j < end; ++j) sums[j - begin] += row[j] * ui;
+      }
+      for (std::size_t j = begin; j < end; ++j) next[static_cast<Eigen::Index>(j)] = sums[j - begin];
+    });
+  };
   double sigma = 0;
   // Converges at the rate (σ₂/σ₁)²; a non-negative matrix's σ₁ usually
   // dominates, so this takes a handful of iterations.
   for (int iteration = 0; iteration < 1000; ++iteration) {
-    u = A * v;
+    times_v();
     const double u_norm = u.norm();
     if (u_norm == 0) break;
     u /= u_norm;
-    Eigen::VectorXd next = A.transpose() * u;
+    transposed_times_u();
     const double next_sigma = next.norm();
     v = next / next_sigma;
     const bool converged = std::abs(next_sigma - sigma) <= 1e-13 * next_sigma;

@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,11 +55,5 @@ class MatrixSource {
   Dtype dtype_ = Dtype::F32;
   std::string source_;
 };
-
-// Runs body(begin, end) over [0, count) cut into contiguous pieces, one per
-// thread (all cores; one piece when count < min_per_thread). Exceptions of
-// a piece are rethrown after every thread has ended.
-void parallel_ranges(std::size_t count, std::size_t min_per_thread,
-                     const std::function<void(std::size_t, std::size_t)>& body);
 
 }  // namespace vkblr::fit
