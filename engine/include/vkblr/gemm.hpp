@@ -52,6 +52,7 @@
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/dispatch.hpp"
+#include "vkblr/gemm_tile.hpp"
 
 namespace vkblr {
 
@@ -76,29 +77,12 @@ struct GemmShape {
   std::uint32_t side_by_side = 1;
 };
 
-enum class GemmKernel : std::uint32_t { plain = 0, coopmat = 1, coopmat2 = 2 };
-const char* to_string(GemmKernel kernel) noexcept;
 // Whether the device runs `kernel` (coopmat2: VK_NV_cooperative_matrix2
 // enabled; coopmat: KHR cooperative matrices with an f16 fragment; plain:
 // always), whatever the environment switches say.
 bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept;
 // The kernel vkblr uses on this device (the environment switches honoured).
 GemmKernel default_gemm_kernel(const Context& ctx);
-
-// A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups
-// of WM × WN each; stages = 2: the next K tile is loaded while the current
-// one is multiplied; prefetch = K tiles in flight in registers (1: the next
-// tile, 2: the one after it too; 0: by mode — bitmaps 2, the plane 1,
-// docs/benchmarks.md). coopmat2: one workgroup-scope BM × BN accumulator, the
-// workgroup as many subgroups as WM × WN blocks fit, stages = the K steps
-// unrolled over whole tiles.
-// plain: invocations of WM × WN outputs each.
-struct GemmTile {
-  std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
-  GemmKernel kernel = GemmKernel::plain;
-  std::uint32_t prefetch = 0;  // coopmat only
-  std::string to_string() const;
-};
 
 // The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and the
 // kernel switches honoured), on the default kernel or on a given one.

@@ -30,6 +30,7 @@
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/dispatch.hpp"
+#include "vkblr/gemm_tile.hpp"
 
 namespace vkblr::ops {
 
@@ -40,13 +41,6 @@ struct GemmF32 {
   std::uint64_t a_offset = 0, b_offset = 0, out_offset = 0;  // elements
   float alpha = 1.0f;
   bool accumulate = false;  // out += alpha·op(A)·op(B)
-};
-
-// A workgroup tile: BM × BN outputs over K tiles of BK, each invocation
-// TM × TN of them, (BM/TM)·(BN/TN) invocations. tm and tn are 4 or 8.
-struct GemmF32Tile {
-  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
-  std::string to_string() const;  // "bm,bn,bk,tm,tn"
 };
 
 // The tile vkblr uses for an m × n output on this device: large tiles on
