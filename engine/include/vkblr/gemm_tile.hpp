@@ -1,7 +1,8 @@
 // vkblr/gemm_tile.hpp — the workgroup tiles of vkblr's two GEMMs and the
-// kernels of the f16 one, as callers (gemm(), ops::gemm_f32()) name them.
-// Which tiles a device can run is checked by check_gemm_tile
-// (vkblr/gemm.hpp) and ops::check_gemm_f32_tile (vkblr/ops/gemm_f32.hpp).
+// kernels of the f16 one, as callers (gemm(), ops::gemm_f32()) and the GEMM
+// policy (vkblr/gemm_policy.hpp) name them. Which tiles a device can run is
+// checked by check_gemm_tile (vkblr/gemm.hpp) and ops::check_gemm_f32_tile
+// (vkblr/ops/gemm_f32.hpp).
 #pragma once
 
 #include <cstdint>

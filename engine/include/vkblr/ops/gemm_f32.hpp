@@ -45,7 +45,7 @@ struct GemmF32 {
 
 // The tile vkblr uses for an m × n output on this device: large tiles on
 // discrete GPUs (128×128 where the output has many of them, else 64×64),
-// 32×32 elsewhere (lavapipe). VKBLR_GEMM_F32_TILE="bm,bn,bk,tm,tn" overrides it.
+// 32×32 elsewhere (lavapipe). The context's GemmPolicy::f32_tile overrides it.
 GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n);
 // Throws Error when `tile` cannot run on this device (shapes, invocations,
 // shared memory), naming the broken rule.
