@@ -7,7 +7,6 @@
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
-#include "support/scoped_env.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/profiler.hpp"
 
@@ -190,35 +189,36 @@ GPU_TEST("bitmap GEMMs, staged forward and fused backward equal their plain form
   const auto host = vkt::random_layer(m, n, r, np, 3);
   const auto x = vkt::random_floats(std::size_t{ntok} * n, 80, 1.0f);
   const auto dy = vkt::random_floats(std::size_t{ntok} * m, 81, 1e-2f);
-  Buffer bx = ctx.upload(x), bdy = ctx.upload(dy);
-  auto run = [&](bool fuse, bool staged) {
-    DeviceLayer d(ctx, host, ntok, true);
-    Recorder rec(ctx);
+  auto run = [&](Context& c, bool fuse, bool staged) {
+    Buffer bx = c.upload(x), bdy = c.upload(dy);
+    DeviceLayer d(c, host, ntok, true);
+    Recorder rec(c);
     std::vector<Buffer> xin;
     std::vector<const Buffer*> xin_ptr;
     if (staged) {
-      for (std::uint32_t p = 0; p < np; ++p) xin.push_back(ctx.buffer(std::size_t{ntok} * n * 2));
+      for (std::uint32_t p = 0; p < np; ++p) xin.push_back(c.buffer(std::size_t{ntok} * n * 2));
       for (const Buffer& b : xin) xin_ptr.push_back(&b);
-      blr_stage_inputs(rec, ctx, d.layer, bx, xin_ptr, ntok);
-      blr_forward_staged(rec, ctx, d.layer, d.scratch, xin_ptr, d.y, ntok);
+      blr_stage_inputs(rec, c, d.layer, bx, xin_ptr, ntok);
+      blr_forward_staged(rec, c, d.layer, d.scratch, xin_ptr, d.y, ntok);
     } else {
-      blr_forward(rec, ctx, d.layer, d.scratch, bx, d.y, ntok);
+      blr_forward(rec, c, d.layer, d.scratch, bx, d.y, ntok);
     }
     BlrBackward options;
     options.fuse = fuse;
-    blr_backward(rec, ctx, d.layer, d.scratch, bx, bdy, d.dx, ntok, options);
+    blr_backward(rec, c, d.layer, d.scratch, bx, bdy, d.dx, ntok, options);
     rec.run();
     return all_outputs(d);
   };
-  const auto reference = run(true, false);
+  const auto reference = run(ctx, true, false);
   INFO("ntok " << ntok);
-  CHECK(vkt::count_bit_diffs(run(false, false), reference) == 0);  // fused ≡ unfused
-  CHECK(vkt::count_bit_diffs(run(true, true), reference) == 0);    // staged ≡ plain forward
-  {
-    const vkt::ScopedEnv bits_switch("VKBLR_MM_BITS", "0");
-    CHECK(vkt::count_bit_diffs(run(true, false), reference) == 0);  // bitmap GEMMs ≡ expanded planes
-  }
-  CHECK(vkt::count_bit_diffs(run(true, false), reference) == 0);  // deterministic
+  CHECK(vkt::count_bit_diffs(run(ctx, false, false), reference) == 0);  // fused ≡ unfused
+  CHECK(vkt::count_bit_diffs(run(ctx, true, true), reference) == 0);    // staged ≡ plain forward
+  GemmPolicy expand_first = ctx.gemm_policy();
+  expand_first.bitmap_staging = false;
+  vkt::with_gemm_policy(expand_first, [&](Context& expand_ctx) {
+    CHECK(vkt::count_bit_diffs(run(expand_ctx, true, false), reference) == 0);  // bitmap GEMMs ≡ expanded planes
+  });
+  CHECK(vkt::count_bit_diffs(run(ctx, true, false), reference) == 0);  // deterministic
 }
 
 GPU_TEST("paths side by side give the bits of path after path, with fewer barriers", "[blr][recorder]") {
@@ -227,28 +227,31 @@ GPU_TEST("paths side by side give the bits of path after path, with fewer barrie
   const std::uint32_t m = 128, n = 192, r = 64;
   // lanes change the automatic split-K choice (side_by_side); fixed here,
   // and split, so that the lanes' workspaces are exercised on every device
-  const vkt::ScopedEnv split("VKBLR_GEMM_SPLITK", "2");
-  const auto host = vkt::random_layer(m, n, r, np, 11 * np);
-  Buffer bx = ctx.upload(vkt::random_floats(std::size_t{ntok} * n, 82, 1.0f));
-  Buffer bdy = ctx.upload(vkt::random_floats(std::size_t{ntok} * m, 83, 1e-2f));
-  std::vector<std::uint32_t> barriers;
-  std::vector<std::vector<std::uint32_t>> outputs;
-  for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
-    DeviceLayer d(ctx, host, ntok, true, lanes);
-    CHECK(d.shared.lanes.size() == lanes);  // allocated for the layer's paths
-    barriers.push_back(d.step(ctx, bx, bdy));
-    outputs.push_back(all_outputs(d));
-  }
-  // a one-path layer allocates one lane of the two it could use
-  const auto single = vkt::random_layer(m, n, r, 1, 12);
-  DeviceLayer one(ctx, single, ntok, true, 2);
-  CHECK(one.shared.lanes.size() == 1);
-  INFO(np << " paths, ntok " << ntok);
-  for (std::uint32_t lanes = 2; lanes <= np; ++lanes) {
-    INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);
-    CHECK(vkt::count_bit_diffs(outputs[lanes - 1], outputs[0]) == 0);
-    CHECK(barriers[lanes - 1] < barriers[0]);
-  }
+  GemmPolicy split = ctx.gemm_policy();
+  split.k_splits = 2;
+  vkt::with_gemm_policy(split, [&](Context& split_ctx) {
+    const auto host = vkt::random_layer(m, n, r, np, 11 * np);
+    Buffer bx = split_ctx.upload(vkt::random_floats(std::size_t{ntok} * n, 82, 1.0f));
+    Buffer bdy = split_ctx.upload(vkt::random_floats(std::size_t{ntok} * m, 83, 1e-2f));
+    std::vector<std::uint32_t> barriers;
+    std::vector<std::vector<std::uint32_t>> outputs;
+    for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
+      DeviceLayer d(split_ctx, host, ntok, true, lanes);
+      CHECK(d.shared.lanes.size() == lanes);  // allocated for the layer's paths
+      barriers.push_back(d.step(split_ctx, bx, bdy));
+      outputs.push_back(all_outputs(d));
+    }
+    // a one-path layer allocates one lane of the two it could use
+    const auto single = vkt::random_layer(m, n, r, 1, 12);
+    DeviceLayer one(split_ctx, single, ntok, true, 2);
+    CHECK(one.shared.lanes.size() == 1);
+    INFO(np << " paths, ntok " << ntok);
+    for (std::uint32_t lanes = 2; lanes <= np; ++lanes) {
+      INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);
+      CHECK(vkt::count_bit_diffs(outputs[lanes - 1], outputs[0]) == 0);
+      CHECK(barriers[lanes - 1] < barriers[0]);
+    }
+  });
 }
 
 GPU_TEST("a layer's forward, backward and sign gradients are one submit", "[blr][recorder]") {

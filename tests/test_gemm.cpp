@@ -13,7 +13,6 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/record_pair.hpp"
-#include "support/scoped_env.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -79,6 +78,12 @@ Problem expanded_twin(Context& ctx, const Problem& bits) {
                  ctx.upload(to_f16(bits.plane))};
 }
 
+// p with its operands copied into another context's buffers.
+Problem on_context(Context& ctx, const Problem& p) {
+  return Problem{p.m,      p.n,     p.k, p.mode, p.act, p.plane, ctx.upload(p.act_buf.download<std::byte>()),
+                 ctx.upload(p.b_buf.download<std::byte>())};
+}
+
 // The library's tile for `kernel` on p's shape.
 GemmTile tile_of(const Context& ctx, const Problem& p, GemmKernel kernel) {
   return gemm_tile_for(ctx, p.m, p.n, p.k, kernel);
@@ -120,17 +125,21 @@ GPU_TEST("gemm matches f64 in every mode and on every kernel", "[gemm]") {
   }
 }
 
-GPU_TEST("the default GEMM kernel and its switches", "[gemm]") {
-  // each switch unset here, as this process was started with it at the end
-  const vkt::ScopedEnv coopmat_switch("VKBLR_MM_COOPMAT", nullptr), coopmat2_switch("VKBLR_MM_COOPMAT2", nullptr);
+GPU_TEST("the default GEMM kernel and the policy's kernel switches", "[gemm]") {
   const Caps& c = ctx.caps();
   const GemmKernel best = c.coopmat && c.f16_fragment() ? GemmKernel::coopmat : GemmKernel::plain;
-  CHECK(default_gemm_kernel(ctx) == best);
-  coopmat2_switch.set("1");
-  CHECK(default_gemm_kernel(ctx) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
-  CHECK(gemm_tile_for(ctx, 512, 512, 512).kernel == default_gemm_kernel(ctx));
-  coopmat_switch.set("0");  // no cooperative matrices of either kind
-  CHECK(default_gemm_kernel(ctx) == GemmKernel::plain);
+  const auto kernel_under = [](const GemmPolicy& policy) {
+    return vkt::with_gemm_policy(policy, [](Context& policy_ctx) {
+      CHECK(gemm_tile_for(policy_ctx, 512, 512, 512).kernel == default_gemm_kernel(policy_ctx));
+      return default_gemm_kernel(policy_ctx);
+    });
+  };
+  GemmPolicy policy;  // every switch at its default
+  CHECK(kernel_under(policy) == best);
+  policy.coopmat2 = true;
+  CHECK(kernel_under(policy) == (c.coopmat2 && best == GemmKernel::coopmat ? GemmKernel::coopmat2 : best));
+  policy.coopmat = false;  // no cooperative matrices of either kind
+  CHECK(kernel_under(policy) == GemmKernel::plain);
 }
 
 GPU_TEST("gemm is exact on small integers", "[gemm]") {
@@ -161,20 +170,24 @@ GPU_TEST("gemm bitmaps equal the expanded plane bit for bit", "[gemm]") {
   }
 }
 
-GPU_TEST("VKBLR_MM_BITS=0 (expand + plane GEMM) equals the bitmap GEMM bit for bit", "[gemm]") {
+GPU_TEST("without bitmap staging (expand + plane GEMM) the bitmap GEMM's bits", "[gemm]") {
   const std::uint32_t m = 129, n = 96, k = 160;
-  for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
-    const Problem p = make_problem(ctx, m, n, k, mode, 25);
-    const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false};
-    const auto direct = run_gemm(ctx, p, shape);
-    const vkt::ScopedEnv bits_switch("VKBLR_MM_BITS", "0");
-    Buffer scratch_out = ctx.buffer(std::size_t{m} * n * 4);
-    const Ops expanded = gemm(ctx, p.act_buf, p.b_buf, mode, scratch_out, shape);
-    const std::vector<float> via_plane = run_gemm(ctx, p, shape);
-    INFO(to_string(mode));
-    CHECK(expanded.size() == 2);  // expand + plane GEMM
-    CHECK(vkt::count_bit_diffs(direct, via_plane) == 0);
-  }
+  GemmPolicy expand_first = ctx.gemm_policy();
+  expand_first.bitmap_staging = false;
+  vkt::with_gemm_policy(expand_first, [&](Context& expand_ctx) {
+    for (const GemmB mode : {GemmB::bits_n, GemmB::bits_t}) {
+      const Problem p = make_problem(ctx, m, n, k, mode, 25);
+      const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false};
+      const auto direct = run_gemm(ctx, p, shape);
+      const Problem q = on_context(expand_ctx, p);
+      Buffer scratch_out = expand_ctx.buffer(std::size_t{m} * n * 4);
+      const Ops expanded = gemm(expand_ctx, q.act_buf, q.b_buf, mode, scratch_out, shape);
+      const std::vector<float> via_plane = run_gemm(expand_ctx, q, shape);
+      INFO(to_string(mode));
+      CHECK(expanded.size() == 2);  // expand + plane GEMM
+      CHECK(vkt::count_bit_diffs(direct, via_plane) == 0);
+    }
+  });
 }
 
 GPU_TEST("gemm with ldo/ocol writes only its column block", "[gemm]") {
@@ -337,52 +350,58 @@ GPU_TEST("bits_n words read four K tiles at a time equal one at a time bit for b
   // K of 4 to 20 tiles of 32 (groups advanced 0 to 4 times), alone and in
   // split-K layers whose first words are multiples of 4 (2 layers of 128 or
   // 256 of K: grouped) or not (2 layers of 64, 192 or 320: a word at a
-  // time, the same kernel as under VKBLR_MM_WORD_GROUPS=0); one and two
+  // time, the same kernel as without GemmPolicy::word_groups); one and two
   // stages; the next tile or the next two in flight
   const GemmKernel kernel = GemmKernel::coopmat;
   if (!device_has_gemm_kernel(ctx.caps(), kernel)) return;  // (lavapipe and the H200 have it)
   const std::uint32_t m = 70, n = 96;
   GemmTile tile = gemm_tile_for(ctx, m, n, 512, kernel);
   REQUIRE(tile.bk == 32);
-  Buffer out = ctx.buffer(std::size_t{m} * n * 4);
-  for (const std::uint32_t stages : {1u, 2u}) {
-    tile.stages = stages;
-    for (const std::uint32_t prefetch : {1u, 2u}) {
-      tile.prefetch = prefetch;
-      for (const std::uint32_t k : {128u, 256u, 384u, 512u, 640u}) {
-        for (const std::uint32_t splits : {1u, 2u}) {
-          const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 140 + k / 32);
-          const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
-          const std::uint32_t layer_k = (k / 32 + splits - 1) / splits * 32;
-          const bool grouped = layer_k % 128 == 0;
-          INFO(tile.to_string() << ", k " << k << ", " << splits << " layers");
-          const Ops by_group = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
-          const auto got = run_gemm(ctx, p, shape, &tile);
-          CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
-          const vkt::ScopedEnv group_switch("VKBLR_MM_WORD_GROUPS", "0");
-          const Ops by_word = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
-          CHECK((by_group[0].kernel != by_word[0].kernel) == grouped);  // another pipeline where grouped
-          CHECK(vkt::count_bit_diffs(got, run_gemm(ctx, p, shape, &tile)) == 0);
+  GemmPolicy by_word = ctx.gemm_policy();
+  by_word.word_groups = false;
+  vkt::with_gemm_policy(by_word, [&](Context& word_ctx) {
+    Buffer out = ctx.buffer(std::size_t{m} * n * 4), word_out = word_ctx.buffer(std::size_t{m} * n * 4);
+    // each context's kernel of a K that is never grouped (not a multiple of 128)
+    const auto ungrouped = [&](Context& c, const Problem& p, const Buffer& o) {
+      return gemm(c, p.act_buf, p.b_buf, GemmB::bits_n, o, {m, n, 96, 0, 0, 0, 0.5f, false, 1}, &tile)[0].kernel;
+    };
+    for (const std::uint32_t stages : {1u, 2u}) {
+      tile.stages = stages;
+      for (const std::uint32_t prefetch : {1u, 2u}) {
+        tile.prefetch = prefetch;
+        for (const std::uint32_t k : {128u, 256u, 384u, 512u, 640u}) {
+          for (const std::uint32_t splits : {1u, 2u}) {
+            const Problem p = make_problem(ctx, m, n, k, GemmB::bits_n, 140 + k / 32);
+            const Problem q = on_context(word_ctx, p);
+            const GemmShape shape{m, n, k, 0, 0, 0, 0.5f, false, splits};
+            const std::uint32_t layer_k = (k / 32 + splits - 1) / splits * 32;
+            const bool grouped = layer_k % 128 == 0;
+            INFO(tile.to_string() << ", k " << k << ", " << splits << " layers");
+            const Ops grouped_ops = gemm(ctx, p.act_buf, p.b_buf, GemmB::bits_n, out, shape, &tile);
+            const auto got = run_gemm(ctx, p, shape, &tile);
+            CHECK(vkt::rel_error(got, vkt::matmul_nt(p.act, p.plane, m, n, k, 0.5)) < 1e-5);
+            // another pipeline where grouped; a word at a time under the policy
+            CHECK((grouped_ops[0].kernel != ungrouped(ctx, p, out)) == grouped);
+            const Ops word_ops = gemm(word_ctx, q.act_buf, q.b_buf, GemmB::bits_n, word_out, shape, &tile);
+            CHECK(word_ops[0].kernel == ungrouped(word_ctx, q, word_out));
+            CHECK(vkt::count_bit_diffs(got, run_gemm(word_ctx, q, shape, &tile)) == 0);
+          }
         }
       }
     }
-  }
+  });
 }
 
-GPU_TEST("VKBLR_GEMM_TILE: six fields, an optional prefetch, anything else refused", "[gemm]") {
-  const vkt::ScopedEnv tile_switch("VKBLR_GEMM_TILE", "64,64,32,32,32,2");
-  GemmTile t = gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat);
-  CHECK((t.bm == 64 && t.bn == 64 && t.bk == 32 && t.wm == 32 && t.wn == 32 && t.stages == 2 && t.prefetch == 0));
-  tile_switch.set("64,64,32,32,32,1,2");
-  t = gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat);
-  CHECK((t.stages == 1 && t.prefetch == 2));
-  CHECK(t.to_string().find("prefetch 2") != std::string::npos);
-  for (const char* bad : {"64,64,32", "64,64,32,32,32,1,", "64,64,32,32,32,1,x", "64,64,32,32,32,1,2,9", "64,64,32,32,32,1 junk"}) {
-    INFO(bad);
-    tile_switch.set(bad);
-    CHECK_THROWS_WITH(gemm_tile_for(ctx, 256, 256, 256, GemmKernel::coopmat),
-                      Catch::Matchers::ContainsSubstring("expected bm,bn,bk,wm,wn,stages[,prefetch]"));
-  }
+GPU_TEST("the policy's tile is every GEMM's, on whichever kernel it runs", "[gemm]") {
+  GemmPolicy policy = ctx.gemm_policy();
+  policy.tile = GemmTile{64, 64, 32, 32, 32, 1, GemmKernel::plain, 2};
+  vkt::with_gemm_policy(policy, [&](Context& tile_ctx) {
+    const GemmTile t = gemm_tile_for(tile_ctx, 256, 256, 256, GemmKernel::coopmat);
+    CHECK(t == GemmTile{64, 64, 32, 32, 32, 1, GemmKernel::coopmat, 2});
+    CHECK(t.to_string().find("prefetch 2") != std::string::npos);
+    CHECK(gemm_tile_for(tile_ctx, 16, 16, 16).kernel == default_gemm_kernel(tile_ctx));
+    CHECK(gemm_tile_for(tile_ctx, 16, 16, 16).bm == 64);
+  });
 }
 
 GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]") {
@@ -399,17 +418,15 @@ GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]"
     CHECK(automatic == 1);  // small fragments, the plain kernel: never split by itself
   }
   CHECK(gemm_splits_for(ctx, tile, 4096, 4096, 4096) == 1);  // enough tiles
-  const vkt::ScopedEnv split_switch("VKBLR_GEMM_SPLITK", "3");
-  const std::uint32_t forced = gemm_splits_for(ctx, tile, 4096, 4096, 4096);
-  split_switch.set("0");
-  std::string message;
-  try {
-    (void)gemm_splits_for(ctx, tile, 64, 64, 4096);
-  } catch (const Error& e) {
-    message = e.what();
-  }
-  CHECK(forced == 3);
-  CHECK(message.find("VKBLR_GEMM_SPLITK=0") != std::string::npos);
+  GemmPolicy policy = ctx.gemm_policy();
+  policy.k_splits = 3;  // every automatic choice, none that a shape makes
+  vkt::with_gemm_policy(policy, [&](Context& split_ctx) {
+    CHECK(gemm_splits_for(split_ctx, tile, 4096, 4096, 4096) == 3);
+    const Problem q = on_context(split_ctx, p);
+    Buffer split_out = split_ctx.buffer(64 * 64 * 4);
+    CHECK(gemm(split_ctx, q.act_buf, q.b_buf, q.mode, split_out, {64, 64, 4096, 0, 0, 0, 1.0f, false}).size() == 2);
+    CHECK(gemm(split_ctx, q.act_buf, q.b_buf, q.mode, split_out, {64, 64, 4096, 0, 0, 0, 1.0f, false, 1}).size() == 1);
+  });
 }
 
 GPU_TEST("split-K GEMMs in different scratch lanes share their barriers and keep their bits", "[gemm]") {

@@ -18,7 +18,6 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
-#include "support/scoped_env.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -219,7 +218,7 @@ GPU_TEST("gemm_f32 makes a Gram matrix AᵀA from one buffer, symmetric bit for 
   CHECK(asymmetric == 0);
 }
 
-GPU_TEST("gemm_f32 tiles: by device, VKBLR_GEMM_F32_TILE, impossible ones refused", "[ops][gemm_f32][errors]") {
+GPU_TEST("gemm_f32 tiles: by device, by the GEMM policy, impossible ones refused", "[ops][gemm_f32][errors]") {
   const GemmF32Tile chosen = ops::gemm_f32_tile_for(ctx, 4096, 4096);
   CHECK_NOTHROW(ops::check_gemm_f32_tile(ctx, chosen));
   if (ctx.caps().device_type == "discrete") {
@@ -228,14 +227,12 @@ GPU_TEST("gemm_f32 tiles: by device, VKBLR_GEMM_F32_TILE, impossible ones refuse
   } else {
     CHECK(chosen.to_string() == "32,32,8,4,4");
   }
-  {
-    vkt::ScopedEnv env("VKBLR_GEMM_F32_TILE", "64,32,4,8,4");
-    CHECK(ops::gemm_f32_tile_for(ctx, 100, 100).to_string() == "64,32,4,8,4");
-    env.set("64,32,4,8");
-    CHECK_THROWS_WITH(ops::gemm_f32_tile_for(ctx, 100, 100), ContainsSubstring("VKBLR_GEMM_F32_TILE=64,32,4,8"));
-    env.set("64,32,4,8,4,1");
-    CHECK_THROWS_WITH(ops::gemm_f32_tile_for(ctx, 100, 100), ContainsSubstring("expected bm,bn,bk,tm,tn"));
-  }
+  GemmPolicy policy = ctx.gemm_policy();
+  policy.f32_tile = GemmF32Tile{64, 32, 4, 8, 4};
+  vkt::with_gemm_policy(policy, [](Context& tile_ctx) {
+    CHECK(ops::gemm_f32_tile_for(tile_ctx, 100, 100).to_string() == "64,32,4,8,4");
+    CHECK(ops::gemm_f32_tile_for(tile_ctx, 4096, 4096).to_string() == "64,32,4,8,4");
+  });
   const auto problem = [&](GemmF32Tile t) {
     try {
       ops::check_gemm_f32_tile(ctx, t);

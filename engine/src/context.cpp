@@ -292,6 +292,8 @@ ContextImpl::ContextImpl(const ContextOptions& options) {
   load_vulkan();
   validation = options.validation;
   barriers_all = env("VKBLR_BARRIERS") == "all";
+  gemm_policy = options.gemm_policy ? *options.gemm_policy : gemm_policy_from_env();
+  check_gemm_policy(gemm_policy);
   profiler.enable(options.profile || env("VKBLR_PROFILE") == "1");
   try {
     create_instance(options);
@@ -861,6 +863,7 @@ std::vector<std::string> Context::set_aside_validation_messages() const {
 std::size_t Context::validation_message_count() const { return impl_->validation_message_count(); }
 void Context::clear_validation_messages() { impl_->clear_validation_messages(); }
 Profiler& Context::profiler() noexcept { return impl_->profiler; }
+const GemmPolicy& Context::gemm_policy() const noexcept { return impl_->gemm_policy; }
 const std::string& Context::pipeline_cache_file() const noexcept { return impl_->pipeline_cache_file; }
 const std::string& Context::pipeline_cache_warning() const noexcept { return impl_->pipeline_cache_warning; }
 void Context::wait_idle() { VKBLR_VK(vkDeviceWaitIdle(impl_->device)); }

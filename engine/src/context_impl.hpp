@@ -83,6 +83,7 @@ class ContextImpl {
   Profiler profiler;
   bool validation = false;
   bool barriers_all = false;  // VKBLR_BARRIERS=all
+  GemmPolicy gemm_policy;     // ContextOptions::gemm_policy, else the environment's
 
  private:
   void release() noexcept;

@@ -1,5 +1,6 @@
 // vkblr::mpi under `mpirun -np 2` (any rank count works):
-//   - the device mapping and the start-up agreement check;
+//   - the device mapping and the start-up agreement check, the GEMM
+//     policies of the ranks' contexts included;
 //   - N ranks with a slice of the tokens each ≡ one rank accumulating the
 //     same slices as micro-batches in rank order, bit for bit (bits, scales,
 //     optimizer state, loss), step after step;
@@ -70,6 +71,36 @@ void agreement(Context& ctx, mpi::RankGroup& group, Checks& checks) {
                 "the message names the layer's bits: " + message);
   checks.expect(message.find("loss_norm") == std::string::npos, "fields that agree are not named: " + message);
   if (group.rank() == 0) std::printf("agreement check: %s\n", message.c_str());
+}
+
+// Ranks whose contexts have different GEMM policies are refused, naming the
+// field that differs.
+void policy_agreement(mpi::RankGroup& group, const ContextOptions& options, Checks& checks) {
+  ContextOptions with_policy = options;
+  GemmPolicy policy = gemm_policy_from_env();
+  const bool odd = group.rank() == group.size() - 1 && group.size() > 1;
+  if (odd) policy.word_groups = !policy.word_groups;
+  with_policy.gemm_policy = policy;
+  Context ctx(with_policy);
+  const vkt::mpi::Problem p = vkt::mpi::make_problem(32, 48, 32, 1, 2 * static_cast<std::uint32_t>(group.size()), 1, 5);
+  BlrLayer layer = make_blr_layer(ctx, p.m, p.n, p.r, p.start.init(), false);
+  std::string message;
+  try {
+    mpi::DistributedTrainer trainer(group, ctx, layer, p.tokens, vkt::mpi::config(p));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  for (const std::string& m : ctx.validation_messages()) checks.expect(false, "validation: " + m);
+  if (group.size() == 1) {
+    checks.expect(message.empty(), "one rank agrees with itself: " + message);
+    return;
+  }
+  const std::string last = std::to_string(group.size() - 1);
+  checks.expect(message.find("ranks disagree: gemm policy word_groups = ") != std::string::npos &&
+                    message.find(" on rank " + last) != std::string::npos,
+                "the message names the policy's field: " + message);
+  checks.expect(message.find(';') == std::string::npos, "only the policy's field is named: " + message);
+  if (group.rank() == 0) std::printf("policy agreement check: %s\n", message.c_str());
 }
 
 // Every rank's snapshot hash, gathered; true when all equal.
@@ -233,6 +264,7 @@ int main(int argc, char** argv) {
     } else {
       device_mapping(checks);
       agreement(ctx, group, checks);
+      policy_agreement(group, options, checks);
       equivalence(ctx, group, checks);
       uneven(ctx, group, checks);
       for (const std::string& m : ctx.validation_messages()) checks.expect(false, "validation: " + m);

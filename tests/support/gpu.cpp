@@ -35,9 +35,7 @@ vkblr::Context& context() {
     if (!any) {
       no_device = true;
     } else {
-      vkblr::ContextOptions options;
-      options.validation = true;
-      ctx = std::make_unique<vkblr::Context>(options);
+      ctx = std::make_unique<vkblr::Context>(shared_options());
     }
   }
   if (no_device) SKIP("no Vulkan device on this machine");
@@ -49,6 +47,12 @@ void check_validation(vkblr::Context& ctx) {
   ctx.clear_validation_messages();
   for (const auto& m : messages) UNSCOPED_INFO(m);
   CHECK(messages.empty());
+}
+
+vkblr::ContextOptions shared_options() {
+  vkblr::ContextOptions options;
+  options.validation = true;
+  return options;
 }
 
 }  // namespace vkt

@@ -20,6 +20,25 @@ vkblr::Context& context();
 // Fails the running test if validation reported anything; clears the log.
 void check_validation(vkblr::Context& ctx);
 
+// The options the shared context is made with (its GEMM policy from the
+// environment).
+vkblr::ContextOptions shared_options();
+
+// fn(c) on a second context `c`, made as the shared one but under `policy`
+// (its own buffers and kernels; the same device), then check_validation(c);
+// fn's result. For tests that compare GEMM policies.
+template <class Fn>
+auto with_gemm_policy(const vkblr::GemmPolicy& policy, Fn&& fn) {
+  vkblr::ContextOptions options = shared_options();
+  options.gemm_policy = policy;
+  vkblr::Context c(options);
+  struct Check {
+    vkblr::Context& c;
+    ~Check() { check_validation(c); }
+  } check{c};
+  return fn(c);
+}
+
 }  // namespace vkt
 
 #define VKT_CAT2(a, b) a##b

@@ -1,6 +1,7 @@
 // An environment variable set (or unset) for one scope, restored after it
-// even when a check throws: for the VKBLR_* switches the engine reads while
-// recording.
+// even when a check throws: for the tests of what the engine reads from the
+// environment (gemm_policy_from_env, the pipeline cache's switches). Tests
+// of a GEMM policy set it through ContextOptions (vkt::with_gemm_policy).
 #pragma once
 
 #include <cstdlib>

@@ -7,7 +7,8 @@
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
-//   --json (before the subcommand): the results as JSON on stdout
+//   --json (before the subcommand): the results as JSON on stdout, with the
+//          device, driver and the context's GEMM policy they were taken under
 //
 // Method: each case is recorded `reps` times into one Graph with timestamps
 // around every dispatch; the graph runs `warmup` times, then once timed; the
@@ -167,7 +168,8 @@ int main(int argc, char** argv) {
     vkblr::Context ctx(copt);
     const vkblr::Caps& caps = ctx.caps();
     nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},
-                             {"api", caps.api_version_string}, {"vkblr", std::string(vkblr::version())}};
+                             {"api", caps.api_version_string}, {"vkblr", std::string(vkblr::version())},
+                             {"gemm_policy", vkblr::to_string(ctx.gemm_policy())}};
     if (!json) std::fprintf(stderr, "device: %s (%s)\n", caps.device_name.c_str(), caps.driver_info.c_str());
     std::size_t cases_run = 0, cases_failed = 0;
     auto add = [&](const char* key, const auto& results) {

@@ -1,13 +1,15 @@
 // vkblr-info — the Vulkan devices vkblr sees and what it would use of them.
 //
-//   vkblr-info            one block of text per device
+//   vkblr-info            one block of text per device, after the GEMM
+//                         policy a context made here would take from the
+//                         environment (vkblr/gemm_policy.hpp)
 //   vkblr-info --json     the same as JSON
 //   vkblr-info --check    also create a context on the chosen device
 //                         (VKBLR_DEVICE) and run the coopmat smoke kernel
 //
 // Exit status: 0 on success; 1 when there is no device, the check fails
-// (a wrong product, or with --validate any validation message) or Vulkan
-// cannot be used; 2 for a command-line usage error; --help: 0.
+// (a wrong product, or with --validate any validation message), Vulkan
+// cannot be used or a GEMM policy variable is malformed; 2 for a command-line usage error; --help: 0.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <format>
@@ -133,11 +135,16 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0
   }
   try {
+    const vkblr::GemmPolicy policy = vkblr::gemm_policy_from_env();
     const auto devices = vkblr::list_devices();
+    nlohmann::json policy_json = nlohmann::json::object();
+    for (const auto& [name, value] : vkblr::gemm_policy_fields(policy)) policy_json[name] = value;
     nlohmann::json out = {{"vkblr", std::string(vkblr::version())},
                           {"shader_compiler", std::string(vkblr::shader_compiler())},
+                          {"gemm_policy", policy_json},
                           {"devices", nlohmann::json::array()}};
-    std::string text = std::format("vkblr {} (SPIR-V from {})\n", vkblr::version(), vkblr::shader_compiler());
+    std::string text = std::format("vkblr {} (SPIR-V from {})\nGEMM policy: {}\n", vkblr::version(),
+                                   vkblr::shader_compiler(), vkblr::to_string(policy));
     for (std::size_t i = 0; i < devices.size(); ++i) {
       out["devices"].push_back(to_json(devices[i]));
       text += to_text(i, devices[i]);

@@ -7,7 +7,9 @@
 // the kernels need (16-bit storage, shaderFloat16, subgroup size control
 // with full subgroups, maintenance4, the Vulkan memory model, push
 // descriptors, cooperative matrices when the device advertises them) and
-// creates a VMA allocator and a pipeline cache persisted on disk.
+// creates a VMA allocator and a pipeline cache persisted on disk. The GEMM
+// policy (ContextOptions::gemm_policy, else the VKBLR_GEMM_* and VKBLR_MM_*
+// environment variables) is fixed when the context is created.
 //
 // Threading: a Context and everything made from it are used by one thread
 // at a time. Lifetime: buffers, graphs and recorders must not outlive the
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "vkblr/buffer.hpp"
+#include "vkblr/gemm_policy.hpp"
 
 namespace vkblr {
 
@@ -107,6 +110,11 @@ struct ContextOptions {
   // where the device has it (Caps::kernel_statistics says). Also
   // VKBLR_KERNEL_STATS=1. Off by default: drivers may compile slower.
   bool kernel_statistics = false;
+  // The GEMM kernel, tile and split-K switches of this context
+  // (vkblr/gemm_policy.hpp). Set: this policy, whole, whatever the
+  // environment says. Unset: gemm_policy_from_env(), read once at creation.
+  // Context creation throws Error for a bad value of either.
+  std::optional<GemmPolicy> gemm_policy;
 };
 
 class Context {
@@ -152,6 +160,10 @@ class Context {
   void clear_validation_messages();
 
   Profiler& profiler() noexcept;
+
+  // The GEMM policy in effect (ContextOptions::gemm_policy); fixed for the
+  // context's life.
+  const GemmPolicy& gemm_policy() const noexcept;
 
   // The pipeline cache file this context read and writes when destroyed
   // (empty: none, ContextOptions::pipeline_cache_dir). The file only saves

@@ -16,20 +16,21 @@
 // n and k multiples of 16, k a multiple of 32 in bits_n and n a multiple of
 // 32 in bits_t. Anything else throws vkblr::Error naming the value.
 //
-// Kernels (GemmKernel):
+// Kernels (GemmKernel), chosen under the context's GEMM policy
+// (Context::gemm_policy, vkblr/gemm_policy.hpp):
 //   coopmat   the default: subgroup-scope KHR cooperative matrices with the
 //             device's fragment shape (Caps::f16_fragment()), staged by the
-//             kernel; VKBLR_MM_COOPMAT=0 skips it (and coopmat2);
+//             kernel; GemmPolicy::coopmat off skips it (and coopmat2);
 //   coopmat2  workgroup-scope cooperative matrices with tensor loads
 //             (VK_NV_cooperative_matrix2; bitmaps decoded by the load's
-//             callback), the default with VKBLR_MM_COOPMAT2=1 where the
+//             callback), the default with GemmPolicy::coopmat2 where the
 //             device has it;
 //   plain     a shared-memory kernel for any Vulkan 1.3 device.
-// VKBLR_MM_BITS=0 makes the bitmap
-// modes expand into a plane first (an `expand` dispatch) and run the plane
-// GEMM: same bits. The workgroup tile comes from the device and the shape
-// (gemm_tile_for); VKBLR_GEMM_TILE="bm,bn,bk,wm,wn,stages" overrides it.
-// For a given device, shape and tile, results are deterministic.
+// GemmPolicy::bitmap_staging off makes the bitmap modes expand into a plane
+// first (an `expand` dispatch) and run the plane GEMM: same bits. The
+// workgroup tile comes from the device and the shape (gemm_tile_for);
+// GemmPolicy::tile overrides it. For a given device, shape and tile,
+// results are deterministic.
 //
 // Split-K: where an output has too few tiles to fill the device and K is
 // long (the sign gradients: tokens as K), the K range is cut into s layers
@@ -37,11 +38,11 @@
 // workspace [s][m][n] f32, and a second dispatch (gemm_splitk_reduce) sums
 // the layers in order and applies oscale / accumulate. Deterministic for a
 // given s; results differ from s = 1 only by f32 summation order.
-// VKBLR_GEMM_SPLITK=s forces s for every automatic choice.
+// GemmPolicy::k_splits = s forces s for every automatic choice.
 //
-// Scratch lanes: the split-K workspace (and VKBLR_MM_BITS=0's expanded
-// plane) is a context scratch buffer per size and per GemmShape::lane.
-// GEMMs of one lane that need the same size share it, so the Recorder puts
+// Scratch lanes: the split-K workspace (and the expanded plane without
+// bitmap staging) is a context scratch buffer per size and per
+// GemmShape::lane. GEMMs of one lane that need the same size share it, so the Recorder puts
 // a barrier between them; GEMMs in different lanes can run side by side.
 // Each lane in use costs its own workspaces.
 #pragma once
@@ -52,6 +53,7 @@
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/dispatch.hpp"
+#include "vkblr/gemm_tile.hpp"
 
 namespace vkblr {
 
@@ -76,38 +78,22 @@ struct GemmShape {
   std::uint32_t side_by_side = 1;
 };
 
-enum class GemmKernel : std::uint32_t { plain = 0, coopmat = 1, coopmat2 = 2 };
-const char* to_string(GemmKernel kernel) noexcept;
 // Whether the device runs `kernel` (coopmat2: VK_NV_cooperative_matrix2
 // enabled; coopmat: KHR cooperative matrices with an f16 fragment; plain:
-// always), whatever the environment switches say.
+// always), whatever the GEMM policy says.
 bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept;
-// The kernel vkblr uses on this device (the environment switches honoured).
+// The kernel vkblr uses on this device (the policy's kernel switches honoured).
 GemmKernel default_gemm_kernel(const Context& ctx);
 
-// A workgroup tile: BM × BN outputs over K steps of BK. coopmat: subgroups
-// of WM × WN each; stages = 2: the next K tile is loaded while the current
-// one is multiplied; prefetch = K tiles in flight in registers (1: the next
-// tile, 2: the one after it too; 0: by mode — bitmaps 2, the plane 1,
-// docs/benchmarks.md). coopmat2: one workgroup-scope BM × BN accumulator, the
-// workgroup as many subgroups as WM × WN blocks fit, stages = the K steps
-// unrolled over whole tiles.
-// plain: invocations of WM × WN outputs each.
-struct GemmTile {
-  std::uint32_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, stages = 0;
-  GemmKernel kernel = GemmKernel::plain;
-  std::uint32_t prefetch = 0;  // coopmat only
-  std::string to_string() const;
-};
-
-// The tile vkblr uses for this device and shape (VKBLR_GEMM_TILE and the
+// The tile vkblr uses for this device and shape (the policy's tile and
 // kernel switches honoured), on the default kernel or on a given one.
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k);
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel);
-// The split-K layers vkblr uses for this shape and tile (VKBLR_GEMM_SPLITK
-// honoured): on devices with 16-wide fragments, 256 / (tiles · side_by_side)
-// rounded (about two workgroups per multiprocessor of a large GPU, shared by
-// the GEMMs that run together), each layer at least 512 of K; elsewhere 1.
+// The split-K layers vkblr uses for this shape and tile (the policy's
+// k_splits honoured): on devices with 16-wide fragments,
+// 256 / (tiles · side_by_side) rounded (about two workgroups per
+// multiprocessor of a large GPU, shared by the GEMMs that run together),
+// each layer at least 512 of K; elsewhere 1.
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
                               std::uint32_t k, std::uint32_t side_by_side = 1);
 // Throws Error when `tile` cannot run on this device (shared memory,
@@ -115,8 +101,8 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
 void check_gemm_tile(const Context& ctx, const GemmTile& tile);
 
 // The GEMM; `b` holds the plane or the bitmap of `mode`. `tile` = nullptr:
-// gemm_tile_for. One dispatch (one more under VKBLR_MM_BITS=0 for
-// bitmaps, one more with split-K).
+// gemm_tile_for. One dispatch (one more for bitmaps without bitmap
+// staging, one more with split-K).
 Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
          const GemmTile* tile = nullptr);
 

@@ -16,7 +16,8 @@
 //
 // Every rank runs the same kernels on the same inputs, so bitmaps, scales
 // and optimizer state stay identical on every rank, bit for bit — on
-// devices of one kind and driver (the start-up check compares them).
+// devices of one kind and driver, under one GEMM policy (the start-up
+// check compares them).
 //
 // Reduction order (allreduce_sum): the F floats are cut into N contiguous
 // chunks, chunk s = [s·⌊F/N⌋ + min(s, F mod N), +⌊F/N⌋ + (s < F mod N));
@@ -212,7 +213,8 @@ class DistributedTrainer {
   // and the same configuration (config.loss_norm: the global normaliser;
   // split is implied). Makes this rank's BlrTrainer for slice().count
   // tokens, then checks that the ranks agree (check_agreement) on: the
-  // device kind and driver, m, n, r, paths, the scale layout, total_tokens,
+  // device kind and driver, every field of the context's GEMM policy
+  // (Context::gemm_policy), m, n, r, paths, the scale layout, total_tokens,
   // every configuration value that changes results, the layer's bits and
   // scales and the optimizer state (hashed), the step counters. Throws
   // Error on every rank when they do not.

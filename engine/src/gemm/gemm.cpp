@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
 #include <format>
-#include <sstream>
+#include <optional>
 
 #include "../ops/op_util.hpp"
 #include "gemm.h"
@@ -18,11 +17,6 @@ namespace {
 using detail::SpecConstant;
 using shader::GemmPush;
 static_assert(sizeof(GemmPush) == 48);
-
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == value;
-}
 
 std::uint32_t workgroup_size(const Caps& caps, const GemmTile& t) {
   if (t.kernel == GemmKernel::plain) return (t.bm / t.wm) * (t.bn / t.wn);
@@ -106,20 +100,6 @@ std::string tile_problem(const Caps& caps, const GemmTile& t) {
   return "";
 }
 
-GemmTile parse_tile(const char* text, GemmKernel kernel) {
-  GemmTile t;
-  t.kernel = kernel;
-  char sep = 0;
-  std::istringstream in(text);
-  in >> t.bm >> sep >> t.bn >> sep >> t.bk >> sep >> t.wm >> sep >> t.wn >> sep >> t.stages;
-  bool ok = !in.fail();
-  if (ok && !(in >> std::ws).eof()) {  // an optional seventh field, then nothing
-    ok = static_cast<bool>(in >> sep >> t.prefetch) && sep == ',' && (in >> std::ws).eof();
-  }
-  require(ok, "VKBLR_GEMM_TILE={}: expected bm,bn,bk,wm,wn,stages[,prefetch]", text);
-  return t;
-}
-
 }  // namespace
 
 const char* to_string(GemmB mode) noexcept {
@@ -160,10 +140,11 @@ bool device_has_gemm_kernel(const Caps& caps, GemmKernel kernel) noexcept {
 
 GemmKernel default_gemm_kernel(const Context& ctx) {
   const Caps& caps = ctx.caps();
-  const bool coopmat = device_has_gemm_kernel(caps, GemmKernel::coopmat) && !env_is("VKBLR_MM_COOPMAT", "0");
+  const GemmPolicy& policy = ctx.gemm_policy();
+  const bool coopmat = device_has_gemm_kernel(caps, GemmKernel::coopmat) && policy.coopmat;
   // coopmat2 only when asked: where measured it sped up the plane mode but
   // slowed the bitmap modes and the blr step (docs/benchmarks.md, "GEMM")
-  if (coopmat && device_has_gemm_kernel(caps, GemmKernel::coopmat2) && env_is("VKBLR_MM_COOPMAT2", "1")) {
+  if (coopmat && device_has_gemm_kernel(caps, GemmKernel::coopmat2) && policy.coopmat2) {
     return GemmKernel::coopmat2;
   }
   return coopmat ? GemmKernel::coopmat : GemmKernel::plain;
@@ -188,7 +169,11 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
 
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel) {
   (void)k;
-  if (const char* forced = std::getenv("VKBLR_GEMM_TILE"); forced && *forced) return parse_tile(forced, kernel);
+  if (const std::optional<GemmTile>& forced = ctx.gemm_policy().tile) {
+    GemmTile t = *forced;
+    t.kernel = kernel;
+    return t;
+  }
   const Caps& caps = ctx.caps();
   if (kernel == GemmKernel::plain) return {64, 64, 32, 4, 4, 1, kernel};
   if (kernel == GemmKernel::coopmat2) {
@@ -220,11 +205,7 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
 
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
                               std::uint32_t k, std::uint32_t side_by_side) {
-  if (const char* forced = std::getenv("VKBLR_GEMM_SPLITK"); forced && *forced) {
-    const long s = std::strtol(forced, nullptr, 10);
-    require(s >= 1 && s <= 64, "VKBLR_GEMM_SPLITK={}: expected 1..64", forced);
-    return static_cast<std::uint32_t>(s);
-  }
+  if (const std::optional<std::uint32_t> forced = ctx.gemm_policy().k_splits) return *forced;
   const auto f = ctx.caps().f16_fragment();
   if (tile.kernel == GemmKernel::plain || !f || f->m < 16) return 1;
   const std::uint64_t tiles =
@@ -273,10 +254,11 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
       break;
   }
 
-  // VKBLR_MM_BITS=0: the bitmap becomes an f16 plane [n][k] in a context
-  // scratch buffer first (expand_n of bits_n, expand_t of bits_t), then the
-  // plane GEMM runs with the same tile: the same products, the same bits.
-  if (mode != GemmB::plane && env_is("VKBLR_MM_BITS", "0")) {
+  // Without bitmap staging (GemmPolicy::bitmap_staging): the bitmap becomes
+  // an f16 plane [n][k] in a context scratch buffer first (expand_n of
+  // bits_n, expand_t of bits_t), then the plane GEMM runs with the same
+  // tile: the same products, the same bits.
+  if (mode != GemmB::plane && !ctx.gemm_policy().bitmap_staging) {
     const std::uint64_t bytes = std::uint64_t{n} * k * 2;
     const std::string name = "gemm_expanded_" + std::to_string(bytes);
     const Buffer& plane = detail::lane_scratch(ctx, name, shape.lane, bytes);
@@ -317,7 +299,7 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
       // every layer's words start at a multiple of 4 in rows of a multiple of
       // 4 words (docs/benchmarks.md, "GEMM")
       const bool group = mode == GemmB::bits_n && tile.bk == 32 && k % 128 == 0 &&
-                         (splits == 1 || k_split % 128 == 0) && !env_is("VKBLR_MM_WORD_GROUPS", "0");
+                         (splits == 1 || k_split % 128 == 0) && ctx.gemm_policy().word_groups;
       spec.push_back({GEMM_SPEC_WORD_GROUP, group ? 4u : 1u});
     }
   }

@@ -29,6 +29,7 @@ Fingerprint fingerprint(const Context& ctx, const BlrLayer& layer, std::uint32_t
   f.add("vkblr version", std::string(version()));
   f.add("device", std::format("{} ({} {}, Vulkan {})", caps.device_name, caps.driver_name, caps.driver_info,
                               caps.api_version_string));
+  for (auto& [name, value] : gemm_policy_fields(ctx.gemm_policy())) f.add("gemm policy " + name, std::move(value));
   f.add("m", std::to_string(layer.m));
   f.add("n", std::to_string(layer.n));
   f.add("r", std::to_string(layer.r));

@@ -1,9 +1,8 @@
 // The f32 GEMM builder: shape checks, tile choice, dispatch (glsl/gemm_f32.comp).
 #include "gemm_f32.h"
 
-#include <cstdlib>
 #include <format>
-#include <sstream>
+#include <optional>
 
 #include "op_util.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
@@ -48,16 +47,6 @@ std::string tile_problem(const Caps& caps, const GemmF32Tile& t) {
   return "";
 }
 
-GemmF32Tile parse_tile(const char* text) {
-  GemmF32Tile t;
-  char c1 = 0, c2 = 0, c3 = 0, c4 = 0;
-  std::istringstream in(text);
-  in >> t.bm >> c1 >> t.bn >> c2 >> t.bk >> c3 >> t.tm >> c4 >> t.tn;
-  const bool ok = !in.fail() && c1 == ',' && c2 == ',' && c3 == ',' && c4 == ',' && (in >> std::ws).eof();
-  require(ok, "VKBLR_GEMM_F32_TILE={}: expected bm,bn,bk,tm,tn", text);
-  return t;
-}
-
 // A matrix as stored: `rows` rows of `cols` elements, `ld` apart, from
 // element `first` of its buffer.
 struct Block {
@@ -86,7 +75,7 @@ void require_apart(const Buffer& out, const Block& o, const Buffer& in, const Bl
 std::string GemmF32Tile::to_string() const { return std::format("{},{},{},{},{}", bm, bn, bk, tm, tn); }
 
 GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t /*m*/, std::uint32_t /*n*/) {
-  if (const char* forced = std::getenv("VKBLR_GEMM_F32_TILE"); forced && *forced) return parse_tile(forced);
+  if (const std::optional<GemmF32Tile>& forced = ctx.gemm_policy().f32_tile) return *forced;
   // Discrete GPUs: 256 invocations of 4×4 on 64×64 tiles, the fastest tile of
   // `vkblr-bench gemm-f32 --tile ...` on the H200 at the init's shapes
   // (docs/benchmarks.md); 8 outputs per invocation along n run an order of

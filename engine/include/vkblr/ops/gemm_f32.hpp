@@ -30,6 +30,7 @@
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/dispatch.hpp"
+#include "vkblr/gemm_tile.hpp"
 
 namespace vkblr::ops {
 
@@ -42,16 +43,9 @@ struct GemmF32 {
   bool accumulate = false;  // out += alpha·op(A)·op(B)
 };
 
-// A workgroup tile: BM × BN outputs over K tiles of BK, each invocation
-// TM × TN of them, (BM/TM)·(BN/TN) invocations. tm and tn are 4 or 8.
-struct GemmF32Tile {
-  std::uint32_t bm = 0, bn = 0, bk = 0, tm = 0, tn = 0;
-  std::string to_string() const;  // "bm,bn,bk,tm,tn"
-};
-
 // The tile vkblr uses for an m × n output on this device: 64×64 of 4×4 per
 // invocation on discrete GPUs, 32×32 elsewhere (lavapipe); the same for
-// every shape today. VKBLR_GEMM_F32_TILE="bm,bn,bk,tm,tn" overrides it.
+// every shape today. The context's GemmPolicy::f32_tile overrides it.
 GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n);
 // Throws Error when `tile` cannot run on this device (shapes, invocations,
 // shared memory), naming the broken rule.
