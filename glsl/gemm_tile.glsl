@@ -16,7 +16,7 @@
 //
 // The includer declares: spec constants WG_SIZE, BM, BN, BK, B_MODE,
 // STAGES; buffers act (uvec4), plane (uvec4), bits (uvec4: four words
-// each; as uint, bits_t ran 3-5 % slower on the H200, 2026-12-04); and
+// each, the faster of the loads measured, docs/benchmarks.md); and
 // includes gemm.h for pc.
 
 const uint SA = BK + 8;   // A row stride, halves
@@ -195,9 +195,8 @@ void store_b(uint stage, uint set) {
 }
 
 // A's vectors stored first, then every bitmap word expanded, then B stored:
-// on the H200 (2026-12-04) this order ran bits_n 3-5 % and bits_t 0-2 %
-// faster than expanding and storing 8 signs at a time, and expanding
-// before A's stores ran bits_t 7-9 % slower (docs/benchmarks.md).
+// the fastest of the orders measured (expanding and storing 8 signs at a
+// time, expanding before A's stores; docs/benchmarks.md, GEMM section).
 void store_tile(uint stage, uint set) {
   store_a(stage, set);
   if (B_MODE != GEMM_B_PLANE) expand_b(set);

@@ -1,5 +1,5 @@
 // sign.h — push constants, counter slots and geometry of the sign optimizer
-// kernels (sign_*.comp; engine/src/sign/, DESIGN.md §9).
+// kernels (sign_*.comp; engine/src/sign/, docs/sign-optimizer.md).
 #ifndef VKBLR_SIGN_H
 #define VKBLR_SIGN_H
 #include "interface.h"

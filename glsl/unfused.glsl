@@ -6,11 +6,11 @@
 // writing the same expression can round differently. `precise` (SPIR-V
 // NoContraction on every operation that feeds the variable) forbids it:
 // each product and each sum below is rounded to f32 on its own, in the order
-// written, on every device. Without it, NVIDIA's driver (H200, 580) fused
-// scale_acc's accumulation into a multiply-add, and rounded the staged
-// (x·col)·scale of colsum_fused_t differently from colsum_fused and cvt_t
-// (its loop-invariant col·scale invites reassociation): both broke
-// bit-exact equivalences the tests check.
+// written, on every device. Without it a driver may fuse scale_acc's
+// accumulation into a multiply-add, or round the staged (x·col)·scale of
+// colsum_fused_t differently from colsum_fused and cvt_t (its
+// loop-invariant col·scale invites reassociation) — NVIDIA's does both —
+// and break bit-exact equivalences the tests check.
 #ifndef VKBLR_UNFUSED_GLSL
 #define VKBLR_UNFUSED_GLSL
 

@@ -116,14 +116,19 @@ TEST_CASE("the GEMM policy's fields: each named once; two policies differ in the
         "tile auto, k_splits auto, coopmat 1, coopmat2 0, bitmap_staging 1, word_groups 1, f32_tile auto");
   // one policy per field, that field changed: the fields the MPI ranks
   // compare differ in that entry alone
-  std::vector<GemmPolicy> changed(fields.size(), base);
-  changed[0].tile = GemmTile{64, 64, 32, 32, 32, 1, GemmKernel::plain, 2};
-  changed[1].k_splits = 1;
-  changed[2].coopmat = false;
-  changed[3].coopmat2 = true;
-  changed[4].bitmap_staging = false;
-  changed[5].word_groups = false;
-  changed[6].f32_tile = ops::GemmF32Tile{32, 32, 8, 4, 4};
+  // (each built whole: GCC -O3 warns of a null dereference when a vector
+  // element's optional is assigned in place)
+  GemmPolicy tile = base, k_splits = base, coopmat = base, coopmat2 = base, staging = base, groups = base,
+             f32_tile = base;
+  tile.tile = GemmTile{64, 64, 32, 32, 32, 1, GemmKernel::plain, 2};
+  k_splits.k_splits = 1;
+  coopmat.coopmat = false;
+  coopmat2.coopmat2 = true;
+  staging.bitmap_staging = false;
+  groups.word_groups = false;
+  f32_tile.f32_tile = ops::GemmF32Tile{32, 32, 8, 4, 4};
+  const std::vector<GemmPolicy> changed{tile, k_splits, coopmat, coopmat2, staging, groups, f32_tile};
+  REQUIRE(changed.size() == fields.size());
   for (std::size_t i = 0; i < changed.size(); ++i) {
     const auto f = gemm_policy_fields(changed[i]);
     REQUIRE(f.size() == fields.size());

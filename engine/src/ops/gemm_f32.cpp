@@ -76,11 +76,11 @@ std::string GemmF32Tile::to_string() const { return std::format("{},{},{},{},{}"
 
 GemmF32Tile gemm_f32_tile_for(const Context& ctx, std::uint32_t /*m*/, std::uint32_t /*n*/) {
   if (const std::optional<GemmF32Tile>& forced = ctx.gemm_policy().f32_tile) return *forced;
-  // Discrete GPUs: 256 invocations of 4×4 on 64×64 tiles, the fastest tile of
-  // `vkblr-bench gemm-f32 --tile ...` on the H200 at the init's shapes
-  // (docs/benchmarks.md); 8 outputs per invocation along n run an order of
-  // magnitude slower there. Others (lavapipe, integrated GPUs): 64
-  // invocations, small edge waste.
+  // Discrete GPUs: 256 invocations of 4×4 on 64×64 tiles, the fastest tile
+  // measured at the init's shapes (`vkblr-bench gemm-f32 --tile`,
+  // docs/benchmarks.md); 8 outputs per invocation along n run an order of
+  // magnitude slower. Others (lavapipe, integrated GPUs): 64 invocations,
+  // small edge waste.
   if (ctx.caps().device_type == "discrete") return {64, 64, 8, 4, 4};
   return {32, 32, 8, 4, 4};
 }
