@@ -27,10 +27,7 @@ Buffer poisoned_f16(Context& ctx, std::size_t halves) {
 
 // A bitmap of random words, the unused bits past r included (they must be ignored).
 std::vector<std::uint32_t> random_bits(std::uint32_t rows, std::uint32_t r, std::uint64_t seed) {
-  vkt::Rng rng(seed);
-  std::vector<std::uint32_t> bits(std::size_t{rows} * words_of(r));
-  for (auto& w : bits) w = static_cast<std::uint32_t>(rng.next() >> 32);
-  return bits;
+  return vkt::random_words(std::size_t{rows} * words_of(r), seed);
 }
 
 // The host's unpacking: the f16 sign of rank j in `row`.

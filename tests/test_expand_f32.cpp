@@ -18,12 +18,7 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {
-  vkt::Rng rng(seed);
-  std::vector<std::uint32_t> w(n);
-  for (auto& x : w) x = static_cast<std::uint32_t>(rng.next() >> 32);
-  return w;
-}
+using vkt::random_words;
 
 // (row_scale · s) · col_scale, each product rounded once (f64 holds an f32
 // product exactly).

@@ -23,13 +23,6 @@ using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
-std::vector<std::uint32_t> random_words(std::size_t count, std::uint64_t seed) {
-  vkt::Rng rng(seed);
-  std::vector<std::uint32_t> words(count);
-  for (auto& w : words) w = static_cast<std::uint32_t>(rng.next() >> 32);
-  return words;
-}
-
 std::vector<float> random_magnitudes(std::size_t count, std::uint64_t seed) {
   vkt::Rng rng(seed);
   std::vector<float> a(count);
@@ -52,7 +45,7 @@ GPU_TEST("magnitude latent start: w = s·min(rms·a, clamp) for every matrix, in
   std::vector<Buffer> bits;
   std::vector<std::vector<std::uint32_t>> words;
   for (std::uint32_t i = 0; i < 4; ++i) {
-    words.push_back(random_words(std::size_t{rows[i]} * r / 32, 10 + i));
+    words.push_back(vkt::random_words(std::size_t{rows[i]} * r / 32, 10 + i));
     bits.push_back(ctx.upload(words.back()));
   }
   std::vector<SignMatrix> signs;

@@ -59,12 +59,7 @@ double ulp(float x) { return next_up(std::abs(x)) - std::abs(x); }
 
 bool sign_of(const std::vector<std::uint32_t>& bits, std::size_t i) { return (bits[i / 32] >> (i % 32)) & 1u; }
 
-std::vector<std::uint32_t> random_bits(std::size_t words, std::uint64_t seed) {
-  vkt::Rng rng(seed);
-  std::vector<std::uint32_t> b(words);
-  for (auto& w : b) w = static_cast<std::uint32_t>(rng.next() >> 32);
-  return b;
-}
+std::vector<std::uint32_t> random_bits(std::size_t words, std::uint64_t seed) { return vkt::random_words(words, seed); }
 
 // A sign matrix on its own bitmap, and what the host knows of it.
 struct Mat {

@@ -37,6 +37,14 @@ class Rng {
   std::uint64_t s_;
 };
 
+// n random 32-bit words (bitmaps: every bit random).
+inline std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {
+  Rng r(seed);
+  std::vector<std::uint32_t> words(n);
+  for (auto& w : words) w = static_cast<std::uint32_t>(r.next() >> 32);
+  return words;
+}
+
 // n floats uniform in [-scale, scale) (never all zero).
 inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
   Rng r(seed);
