@@ -141,23 +141,20 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
     resolve_fit_defaults(resolved, ctx.caps());
     std::optional<LayerRow> row;
     try {
-      if (options.resume) {
-        std::string why = "no record " + files.record;
-        std::error_code ec;
-        if (fs::exists(files.record, ec)) {  // (the checksums read the inputs whole)
-          row = find_layer_record(files, l.name, layer_key(l.name, resolved, l.shape, input_checksums(resolved)), why);
-        }
+      std::error_code ec;
+      if (options.resume && fs::exists(files.record, ec)) {  // (the checksums read the inputs whole)
+        std::string why;
+        row = find_layer_record(files, l.name, layer_key(l.name, resolved, l.shape, input_checksums(resolved)), why);
         if (row) {
           row->resumed = true;
           say(std::format("{}: done by an earlier run ({})", label, files.result));
         } else {
-          say(std::format("{}: fitting it ({})", label, why));
+          say(std::format("{}: fitting it again: {}", label, why));
         }
       }
       if (!row) {
         say(std::format("{}: {}x{}, {} paths of rank {}; {}", label, l.shape.m, l.shape.n, l.shape.paths, l.shape.rank,
                         l.weight_source));
-        std::error_code ec;
         fs::remove(files.record, ec);  // a record of an earlier fit names another result
         const FitReport fit = run_fit(ctx, o);
         row = fitted_row(l, fit, files.result);
