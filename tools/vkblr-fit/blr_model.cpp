@@ -52,14 +52,7 @@ std::string serialize_blr_model(const std::string& path, const BlrModel& model) 
 
 BlrModel read_blr_model(const std::string& path) {
   SafetensorsReader reader(path);
-  const std::string format = metadata_value(reader, "format");
-  require(format == kFormat, "{}: not a vkblr-fit model file (metadata 'format' is '{}', want '{}')", path,
-          excerpt(format), kFormat);
-  const std::string version = metadata_value(reader, "format_version");
-  require(version == std::to_string(kBlrModelFormatVersion),
-          "{}: model format version '{}'; this build reads version {}", path, excerpt(version),
-          kBlrModelFormatVersion);
-  verify_checksums(reader);
+  check_vkblr_file(reader, kFormat, kBlrModelFormatVersion, "model file");
 
   BlrModel model;
   model.tool_version = metadata_value(reader, "tool_version");

@@ -150,16 +150,20 @@ BlrResult read_blr_layer(SafetensorsReader& reader, const std::string& prefix, s
   return result;
 }
 
+void check_vkblr_file(SafetensorsReader& reader, std::string_view format, int version, std::string_view kind) {
+  const std::string& path = reader.path();
+  const std::string found = metadata_value(reader, "format");
+  require(found == format, "{}: not a vkblr-fit {} (metadata 'format' is '{}', want '{}')", path, kind, excerpt(found),
+          format);
+  const std::string found_version = metadata_value(reader, "format_version");
+  require(found_version == std::to_string(version), "{}: {} format version '{}'; this build reads version {}", path,
+          kind, excerpt(found_version), version);
+  verify_checksums(reader);
+}
+
 BlrResult read_blr_result(const std::string& path) {
   SafetensorsReader reader(path);
-  const std::string format = metadata_value(reader, "format");
-  require(format == kFormat, "{}: not a vkblr-fit result (metadata 'format' is '{}', want '{}')", path, excerpt(format),
-          kFormat);
-  const std::string version = metadata_value(reader, "format_version");
-  require(version == std::to_string(kBlrResultFormatVersion),
-          "{}: result format version '{}'; this build reads version {}", path, excerpt(version),
-          kBlrResultFormatVersion);
-  verify_checksums(reader);
+  check_vkblr_file(reader, kFormat, kBlrResultFormatVersion, "result");
 
   std::set<std::string> expected;
   BlrResult result = read_blr_layer(reader, "", expected);

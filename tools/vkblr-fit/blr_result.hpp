@@ -20,6 +20,7 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkblr-fit/checksum.hpp"
@@ -59,6 +60,12 @@ BlrResult read_blr_result(const std::string& path);
 // The metadata entry `key` of a vkblr-fit file; throws vkblr::Error naming
 // the file and the key when it is missing.
 std::string metadata_value(const SafetensorsReader& reader, const std::string& key);
+
+// Throws vkblr::Error unless the file's metadata 'format' is `format` and
+// 'format_version' is `version` ("FILE: not a vkblr-fit KIND (metadata
+// 'format' is ..., want ...)", "FILE: KIND format version ...; this build
+// reads version N"); then verifies its checksums (file_checksums.hpp).
+void check_vkblr_file(SafetensorsReader& reader, std::string_view format, int version, std::string_view kind);
 
 // One layer inside a file of several (blr_model.hpp): the tensors above and
 // the metadata m, n, rank, paths, scale_dtype, bpw, weight_xxh3 and
