@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -48,10 +49,23 @@ const std::string& one_of(const JsonField& v, std::initializer_list<std::string_
   fail("{} is '{}', want one of {}", v.label(), excerpt(value), names);
 }
 
-using Setter = void (*)(const JsonField&, FitOptions&);
+// The settings read as the same kind of value, by the option they set.
+template <class T>
+using Fields = std::initializer_list<std::pair<std::string_view, T FitOptions::*>>;
+constexpr Fields<std::uint32_t> kCounts{{"rank", &FitOptions::rank},     {"tokens", &FitOptions::tokens},
+                                        {"held_out", &FitOptions::held_out}, {"batch", &FitOptions::batch},
+                                        {"steps", &FitOptions::steps},   {"eval_every", &FitOptions::eval_every}};
+constexpr Fields<float> kFloats{{"sign_lr", &FitOptions::sign_lr},         {"sign_beta1", &FitOptions::sign_beta1},
+                                {"sign_beta2", &FitOptions::sign_beta2},   {"sign_eps", &FitOptions::sign_eps},
+                                {"sign_clamp", &FitOptions::sign_clamp},   {"sign_hyst", &FitOptions::sign_hyst},
+                                {"tau", &FitOptions::sign_tau},            {"latent_rms", &FitOptions::latent_rms},
+                                {"flip_budget", &FitOptions::flip_budget}, {"scale_lr", &FitOptions::scale_lr},
+                                {"scale_rel_floor", &FitOptions::scale_rel_floor},
+                                {"gscale", &FitOptions::gscale}};
 
-constexpr auto kSettings = std::to_array<std::pair<std::string_view, Setter>>({
-    {"rank", [](const JsonField& v, FitOptions& o) { o.rank = count(v); }},
+// The settings of their own kind.
+using Setter = void (*)(const JsonField&, FitOptions&);
+constexpr auto kOthers = std::to_array<std::pair<std::string_view, Setter>>({
     {"bpw",
      [](const JsonField& v, FitOptions& o) {
        o.bpw = v.number();
@@ -62,9 +76,6 @@ constexpr auto kSettings = std::to_array<std::pair<std::string_view, Setter>>({
      [](const JsonField& v, FitOptions& o) {
        o.scale_dtype = one_of(v, {"f16", "f32"}) == "f16" ? ScaleDtype::f16 : ScaleDtype::f32;
      }},
-    {"tokens", [](const JsonField& v, FitOptions& o) { o.tokens = count(v); }},
-    {"held_out", [](const JsonField& v, FitOptions& o) { o.held_out = count(v); }},
-    {"batch", [](const JsonField& v, FitOptions& o) { o.batch = count(v); }},
     {"micro_batches", [](const JsonField& v, FitOptions& o) { o.micro_batches = within(v, 1, 1024); }},
     {"seed", [](const JsonField& v, FitOptions& o) { o.seed = v.u64(); }},
     {"x_memory", [](const JsonField& v, FitOptions& o) { o.x_memory = one_of(v, {"auto", "device", "host"}); }},
@@ -73,47 +84,43 @@ constexpr auto kSettings = std::to_array<std::pair<std::string_view, Setter>>({
        o.init = init_method_from_string(one_of(v, {"dual-svid", "subspace", "best"}));
      }},
     {"refit_sweeps", [](const JsonField& v, FitOptions& o) { o.refit_sweeps = within(v, 0, 100); }},
-    {"steps", [](const JsonField& v, FitOptions& o) { o.steps = count(v); }},
     {"warmup", [](const JsonField& v, FitOptions& o) { o.warmup = v.u32(); }},
     {"sign_opt",
      [](const JsonField& v, FitOptions& o) { o.sign_opt = sign_opt_from_string(one_of(v, {"adam", "fact", "bop"})); }},
-    {"sign_lr", [](const JsonField& v, FitOptions& o) { o.sign_lr = single(v); }},
-    {"sign_beta1", [](const JsonField& v, FitOptions& o) { o.sign_beta1 = single(v); }},
-    {"sign_beta2", [](const JsonField& v, FitOptions& o) { o.sign_beta2 = single(v); }},
-    {"sign_eps", [](const JsonField& v, FitOptions& o) { o.sign_eps = single(v); }},
-    {"sign_clamp", [](const JsonField& v, FitOptions& o) { o.sign_clamp = single(v); }},
-    {"sign_hyst", [](const JsonField& v, FitOptions& o) { o.sign_hyst = single(v); }},
-    {"tau", [](const JsonField& v, FitOptions& o) { o.sign_tau = single(v); }},
     {"latent_init", [](const JsonField& v, FitOptions& o) { o.latent_init = one_of(v, {"magnitude", "uniform"}); }},
-    {"latent_rms", [](const JsonField& v, FitOptions& o) { o.latent_rms = single(v); }},
-    {"flip_budget", [](const JsonField& v, FitOptions& o) { o.flip_budget = single(v); }},
     {"bf16_state", [](const JsonField& v, FitOptions& o) { o.bf16_state = boolean(v); }},
-    {"scale_lr", [](const JsonField& v, FitOptions& o) { o.scale_lr = single(v); }},
-    {"scale_rel_floor", [](const JsonField& v, FitOptions& o) { o.scale_rel_floor = single(v); }},
-    {"eval_every", [](const JsonField& v, FitOptions& o) { o.eval_every = count(v); }},
-    {"gscale", [](const JsonField& v, FitOptions& o) { o.gscale = single(v); }},
 });
 
-Setter find_setter(std::string_view key) {
-  for (const auto& [name, setter] : kSettings) {
+// What sets the option `key` from a value; empty when `key` is no setting.
+std::function<void(const JsonField&, FitOptions&)> setter_of(std::string_view key) {
+  for (const auto& [name, field] : kCounts) {
+    if (name == key) return [field](const JsonField& v, FitOptions& o) { o.*field = count(v); };
+  }
+  for (const auto& [name, field] : kFloats) {
+    if (name == key) return [field](const JsonField& v, FitOptions& o) { o.*field = single(v); };
+  }
+  for (const auto& [name, setter] : kOthers) {
     if (name == key) return setter;
   }
-  return nullptr;
+  return {};
 }
 
 }  // namespace
 
-bool is_layer_setting(std::string_view key) { return find_setter(key) != nullptr; }
+bool is_layer_setting(std::string_view key) { return static_cast<bool>(setter_of(key)); }
 
 std::string layer_setting_keys() {
   std::string keys;
-  for (const auto& [name, setter] : kSettings) keys += (keys.empty() ? "" : ", ") + std::string(name);
+  const auto add = [&](std::string_view name) { keys += (keys.empty() ? "" : ", ") + std::string(name); };
+  for (const auto& [name, field] : kCounts) add(name);
+  for (const auto& [name, field] : kFloats) add(name);
+  for (const auto& [name, setter] : kOthers) add(name);
   return keys;
 }
 
 void apply_layer_setting(std::string_view key, const JsonField& value, FitOptions& options) {
-  const Setter setter = find_setter(key);
-  require(setter != nullptr, "{}: not a layer setting", value.label());
+  const auto setter = setter_of(key);
+  require(static_cast<bool>(setter), "{}: not a layer setting", value.label());
   setter(value, options);
 }
 

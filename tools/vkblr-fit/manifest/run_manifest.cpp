@@ -70,7 +70,9 @@ std::string prepare_outputs(const FitOutputPaths& paths, const std::string& out,
   return work_dir;
 }
 
-LayerRow skipped_row(const PlannedLayer& l) {
+// A row of what the plan knows of a layer; a fitted layer's row adds its
+// fit's report (which names its inputs as the single-layer run does).
+LayerRow planned_row(const PlannedLayer& l) {
   LayerRow row;
   row.name = l.name;
   row.entry = l.entry;
@@ -82,12 +84,9 @@ LayerRow skipped_row(const PlannedLayer& l) {
 }
 
 LayerRow fitted_row(const PlannedLayer& l, const FitReport& report, const std::string& result) {
-  LayerRow row;
-  row.name = l.name;
-  row.entry = l.entry;
+  LayerRow row = planned_row(l);
   row.weight_source = report.weight_source;
   row.activation_source = report.activation_source;
-  row.stored_shape = l.stored_shape;
   row.shape = report.bpw.shape;
   row.scale_dtype = report.bpw.scale_dtype;
   row.init = report.init;
@@ -113,12 +112,11 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
   const FitOutputPaths paths = fit_output_paths(out_options);
   const std::string work_dir = prepare_outputs(paths, options.out, manifest, layers);
 
-  ManifestReport report;
-  report.tool_version = std::string(vkblr::version());
-  report.command_line = options.command_line;
-  report.device = ctx.caps().device_name + " (" + ctx.caps().driver_info + ")";
-  report.manifest = manifest.path;
-  report.manifest_checksum = manifest.checksum;
+  ManifestReport report{.tool_version = std::string(vkblr::version()),
+                        .command_line = options.command_line,
+                        .device = ctx.caps().device_name + " (" + ctx.caps().driver_info + ")",
+                        .manifest = manifest.path,
+                        .manifest_checksum = manifest.checksum};
   say(std::format("vkblr-fit: manifest {}: {} layer(s); work directory {}", manifest.path, layers.size(), work_dir));
 
   BlrModel model;
@@ -129,7 +127,7 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
     const std::string label = std::format("layer {}/{} '{}'", i + 1, layers.size(), excerpt(l.name));
     if (!l.bad.empty()) {
       say(std::format("{}: skipped: {}", label, l.bad));
-      report.layers.push_back(skipped_row(l));
+      report.layers.push_back(planned_row(l));
       continue;
     }
     const LayerFiles files = layer_files(work_dir, l.name);
