@@ -6,11 +6,9 @@
 # (exit 0; --json prints the report: complete, one layer skipped) and,
 # again with --resume, takes both layers from the work directory and
 # writes the same model file.
-foreach(v FIT PYTHON WORK)
-  if(NOT ${v})
-    message(FATAL_ERROR "fit_manifest_cli.cmake needs -D${v}=...")
-  endif()
-endforeach()
+if(NOT FIT OR NOT PYTHON OR NOT WORK)
+  message(FATAL_ERROR "fit_manifest_cli.cmake needs -DFIT=..., -DPYTHON=... and -DWORK=...")
+endif()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 
