@@ -4,7 +4,8 @@
 # and a message naming the flag, before any work:
 #   exit 2 (bad usage): a count of 0 (--steps 0 would silently mean the
 #     default), NaN anywhere, a negative learning rate, a --gscale that is
-#     not a power of two in [1, 2^24], ...;
+#     not a power of two in [1, 2^24], a single-layer flag with --manifest,
+#     --on-bad-layer without it, ...;
 #   exit 1 (a bad input): an --out without a file name, an output that is
 #     an input (the weight untouched), an output directory that does not
 #     exist; a symbolic-link loop as --weight is named, not reported as an
@@ -48,6 +49,15 @@ check(2 "--activation-decay nan: must be a finite number" --activation-decay nan
 check(2 "--bpw nan: must be a finite number" --bpw nan)
 check(2 "--flip-budget 2: must be in \\[0, 1\\]" --flip-budget 2)
 check(2 "--sign-beta2 1: must be in \\[0, 1\\)" --sign-beta2 1)
+# --manifest: its flags alone; the manifest gives each layer's settings
+check(2 "--steps: not with --manifest: set \"steps\" in the manifest's \"defaults\"" --manifest job.json --steps 5)
+check(2 "--weight: not with --manifest" --manifest job.json --weight w.safetensors)
+check(2 "--resume x.ckpt: with --manifest, --resume takes no value" --manifest job.json --resume x.ckpt)
+check(2 "--on-bad-layer goes with --manifest" --on-bad-layer skip)
+check(2 "--on-bad-layer: maybe not in" --manifest job.json --on-bad-layer maybe)
+check(2 "--resume: name the checkpoint to continue from" --resume)
+
+check(1 "cannot open missing.json: No such file or directory" --manifest missing.json)
 
 # input errors, found before any input is read
 execute_process(COMMAND ${FIT} --out "" WORKING_DIRECTORY ${WORK} TIMEOUT 120 RESULT_VARIABLE rc ERROR_VARIABLE err)

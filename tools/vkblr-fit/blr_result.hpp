@@ -18,10 +18,13 @@
 // the stored one, and its bpw counts what is stored.
 #pragma once
 
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkblr-fit/checksum.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr/blr.hpp"
 
@@ -53,5 +56,29 @@ void write_blr_result(const std::string& path, const BlrResult& result);
 // the recomputed one. Throws vkblr::Error naming the file and what is
 // wrong.
 BlrResult read_blr_result(const std::string& path);
+
+// The metadata entry `key` of a vkblr-fit file; throws vkblr::Error naming
+// the file and the key when it is missing.
+std::string metadata_value(const SafetensorsReader& reader, const std::string& key);
+
+// Throws vkblr::Error unless the file's metadata 'format' is `format` and
+// 'format_version' is `version` ("FILE: not a vkblr-fit KIND (metadata
+// 'format' is ..., want ...)", "FILE: KIND format version ...; this build
+// reads version N"); then verifies its checksums (file_checksums.hpp).
+void check_vkblr_file(SafetensorsReader& reader, std::string_view format, int version, std::string_view kind);
+
+// One layer inside a file of several (blr_model.hpp): the tensors above and
+// the metadata m, n, rank, paths, scale_dtype, bpw, weight_xxh3 and
+// activations_xxh3, every name after `prefix` (the result file's prefix is
+// ""). Throws as serialize_blr_result does; `file` names the file in
+// messages.
+void add_blr_layer(ChecksummedWriter& writer, const std::string& prefix, const BlrResult& result,
+                   const std::string& file);
+
+// What add_blr_layer wrote under `prefix`, validated as read_blr_result
+// validates it (the file's checksums are the caller's to verify); the
+// result's tool_version and command_line stay empty. Adds the names of the
+// tensors read to `tensors`.
+BlrResult read_blr_layer(SafetensorsReader& reader, const std::string& prefix, std::set<std::string>& tensors);
 
 }  // namespace vkblr::fit

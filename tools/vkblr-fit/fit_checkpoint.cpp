@@ -21,27 +21,6 @@ std::string bits_name(const char* prefix, std::size_t path, const char* field) {
   return std::format("{}path{}.{}", prefix, path, field);
 }
 
-// "steps 300 (this run: 200); weight_xxh3 ... (this run: ...)": the
-// entries of two keys that differ, at most 12 of them.
-std::string key_differences(const json& recorded, const json& wanted) {
-  std::set<std::string> names;
-  for (const auto& [name, value] : wanted.items()) names.insert(name);
-  for (const auto& [name, value] : recorded.items()) names.insert(name);
-  std::string out;
-  std::size_t count = 0;
-  for (const std::string& name : names) {
-    const json none = "(none)";
-    const json& a = recorded.contains(name) ? recorded.at(name) : none;
-    const json& b = wanted.contains(name) ? wanted.at(name) : none;
-    if (a == b) continue;
-    if (++count <= 12) {
-      out += std::format("{}{} {} (this run: {})", out.empty() ? "" : "; ", excerpt(name, 60), json_excerpt(a), json_excerpt(b));
-    }
-  }
-  if (count > 12) out += std::format("; and {} more", count - 12);
-  return out;
-}
-
 // A finite number >= 0 (an error or a time).
 double measure(const JsonField& field) {
   const double v = field.number();
@@ -138,6 +117,25 @@ FitProgress read_progress(const std::string& path, const json& metadata, const F
 }
 
 }  // namespace
+
+std::string key_differences(const json& recorded, const json& wanted) {
+  std::set<std::string> names;
+  for (const auto& [name, value] : wanted.items()) names.insert(name);
+  for (const auto& [name, value] : recorded.items()) names.insert(name);
+  std::string out;
+  std::size_t count = 0;
+  for (const std::string& name : names) {
+    const json none = "(none)";
+    const json& a = recorded.contains(name) ? recorded.at(name) : none;
+    const json& b = wanted.contains(name) ? wanted.at(name) : none;
+    if (a == b) continue;
+    if (++count <= 12) {
+      out += std::format("{}{} {} (this run: {})", out.empty() ? "" : "; ", excerpt(name, 60), json_excerpt(a), json_excerpt(b));
+    }
+  }
+  if (count > 12) out += std::format("; and {} more", count - 12);
+  return out;
+}
 
 nlohmann::json resume_key(const FitOptions& o, const LayerShape& shape, const InputChecksums& inputs) {
   return {{"m", shape.m},

@@ -42,6 +42,10 @@ struct FitProgress {
 // Not the rank count or --micro-batches (a checkpoint resumes with any).
 nlohmann::json resume_key(const FitOptions& options, const LayerShape& shape, const InputChecksums& inputs);
 
+// "steps 300 (this run: 200); weight_xxh3 ... (this run: ...)": the
+// entries of two keys (JSON objects) that differ, at most 12 of them.
+std::string key_differences(const nlohmann::json& recorded, const nlohmann::json& wanted);
+
 // Writes the checkpoint of `layer`, `trainer` and `progress` atomically.
 void write_fit_checkpoint(const std::string& path, const nlohmann::json& key, BlrLayer& layer, BlrTrainer& trainer,
                           const FitProgress& progress);

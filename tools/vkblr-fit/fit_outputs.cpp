@@ -13,12 +13,8 @@
 #include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
-namespace {
-
 namespace fs = std::filesystem;
 
-// True when `a` and `b` name the same file: by identity (device and inode,
-// through links) where both exist, else by their resolved paths.
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::equivalent(a, b, ec) && !ec) return true;
@@ -27,7 +23,6 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec_a && !ec_b && ca == cb;
 }
 
-// Throws unless a file `path` can be created where it is named.
 void check_creatable(const std::string& path) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -44,8 +39,6 @@ void check_creatable(const std::string& path) {
   ::close(fd);
   ::unlink(probe.c_str());
 }
-
-}  // namespace
 
 FitOutputPaths fit_output_paths(const FitOptions& o) {
   const std::string name = fs::path(o.out).filename().string();

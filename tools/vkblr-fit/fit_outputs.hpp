@@ -40,6 +40,15 @@ FitOutputPaths fit_output_paths(const FitOptions& options);
 // returns how many it removed.
 std::size_t prepare_fit_outputs(const FitOutputPaths& paths, const FitOptions& options);
 
+// The checks of prepare_fit_outputs, for other runs' outputs
+// (manifest/run_manifest.hpp). same_file: whether `a` and `b` name the
+// same file, by identity (device and inode, through links) where both
+// exist, else by their resolved paths. check_creatable: throws
+// vkblr::Error ("--out: cannot write PATH: ...") unless a file `path` can
+// be created where it is named.
+bool same_file(const std::string& a, const std::string& b);
+void check_creatable(const std::string& path);
+
 // Writes the layer, report and chart files as one set.
 void write_fit_outputs(const FitOutputPaths& paths, std::string_view layer, std::string_view report,
                        std::string_view chart);

@@ -5,11 +5,14 @@
 //   vkblr-fit                         a synthetic LLM-like layer (runs out of the box)
 //   vkblr-fit --weight W.safetensors --tensor NAME [--activations X.npy] [--bpw 1.0 | --rank R]
 //   vkblr-fit --eval out.safetensors [--weight ...]   re-evaluate a saved layer
+//   vkblr-fit --manifest job.json [--resume]          every layer of a checkpoint
+//                                     (manifest/run_manifest.hpp)
 //   mpirun -np N vkblr-fit ...        N ranks, each on its slice of every batch
 //                                     (built with vkblr::mpi; docs/mpi.md)
 //
 // Writes <out>.safetensors (the layer), <out>.json (the report) and
-// <out>.svg (held-out error against step). Exit code 0 on success, 1 on a
+// <out>.svg (held-out error against step); with --manifest, the same three
+// for all the layers, and <out>.layers/. Exit code 0 on success, 1 on a
 // bad input or any error (with a message), 2 on bad command-line usage.
 // Under mpirun only rank 0 writes files and prints; an error on one rank of
 // several ends the whole job (nonzero exit of mpirun).
@@ -26,6 +29,8 @@
 
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"
+#include "vkblr-fit/manifest/layer_settings.hpp"
+#include "vkblr-fit/manifest/run_manifest.hpp"
 #include "vkblr/error.hpp"
 #ifdef VKBLR_FIT_MPI
 #include "vkblr-fit/fit_mpi.hpp"
@@ -53,7 +58,45 @@ const CLI::Validator kPositiveCount(
     },
     "POSITIVE");
 
-vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
+// --manifest and the flags that go with it: --out, --resume (without a
+// value), --on-bad-layer, --quiet, --json, --validate. Any other flag is
+// refused with it: the manifest gives each layer's inputs and settings.
+struct ManifestFlags {
+  std::string path;
+  std::string on_bad_layer = "fail";
+  bool resume = false;  // --resume given (without a value)
+};
+
+// Throws vkblr::Error for flags that do not go together: a --manifest
+// with a single-layer flag or --resume FILE; --on-bad-layer or a bare
+// --resume without --manifest.
+void check_manifest_flags(const CLI::App& app, const vkblr::fit::FitOptions& o, const ManifestFlags& m) {
+  const bool resume_given = app.get_option("--resume")->count() > 0;
+  if (m.path.empty()) {
+    vkblr::require(app.get_option("--on-bad-layer")->count() == 0, "--on-bad-layer goes with --manifest");
+    vkblr::require(!resume_given || !o.resume.empty(),
+                   "--resume: name the checkpoint to continue from (without a value it goes with --manifest)");
+    return;
+  }
+  vkblr::require(o.resume.empty(), "--resume {}: with --manifest, --resume takes no value: it takes the layers "
+                 "done from <out>.layers/", o.resume);
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string flag = option->get_name(false, true);
+    if (option->count() == 0 || flag == "--manifest" || flag == "--out" || flag == "--resume" ||
+        flag == "--on-bad-layer" || flag == "--quiet" || flag == "--json" || flag == "--validate") {
+      continue;
+    }
+    std::string key = flag.substr(2);
+    for (char& c : key) c = c == '-' ? '_' : c;
+    if (key == "tau" || vkblr::fit::is_layer_setting(key)) {
+      vkblr::fail("{}: not with --manifest: set \"{}\" in the manifest's \"defaults\" or in a layer's entry", flag,
+                  key);
+    }
+    vkblr::fail("{}: not with --manifest: the manifest names every layer's inputs and settings", flag);
+  }
+}
+
+vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv, ManifestFlags& manifest) {
   vkblr::fit::FitOptions o;
   for (int i = 0; i < argc; ++i) o.command_line.emplace_back(argv[i]);
   app.add_option("--weight", o.weight_path, "W as .safetensors or .npy [m][n] (default: synthetic)");
@@ -124,8 +167,16 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
       ->check(CLI::Range(0u, 100u));
   app.add_option("--out", o.out, "output prefix: <out>.safetensors, .json, .svg");
   app.add_option("--checkpoint-every", o.checkpoint_every, "write <out>.ckpt every N steps");
-  app.add_option("--resume", o.resume, "continue from a checkpoint");
+  app.add_option("--resume", o.resume,
+                 "continue from a checkpoint; with --manifest (no value): take the layers done from <out>.layers/")
+      ->expected(0, 1);
   app.add_option("--eval", o.eval, "re-evaluate a saved layer against W and X (no training)");
+  app.add_option("--manifest", manifest.path,
+                 "fit every layer a JSON manifest names, into <out>.safetensors, .json, .svg (docs/guide.md)");
+  app.add_option("--on-bad-layer", manifest.on_bad_layer,
+                 "with --manifest: a layer vkblr-fit cannot fit (not 2-D, m or n not a multiple of 16, ...) fails "
+                 "the run, or is skipped")
+      ->check(CLI::IsMember({"fail", "skip"}));
   app.add_flag("--quiet", o.quiet, "no progress output");
   app.add_flag("--json", o.json, "print the report as JSON on stdout");
   app.add_flag("--validate", o.validate, "Khronos validation on; any message fails the run (slow)");
@@ -133,20 +184,33 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv) {
                "under mpirun: a barrier before each gradient exchange, so the report's step timing tells the wait "
                "for slower ranks from the exchange");
   app.parse(argc, argv);
+  check_manifest_flags(app, o, manifest);
+  manifest.resume = app.get_option("--resume")->count() > 0;
   o.sign_opt = vkblr::sign_opt_from_string(sign_opt);
   o.init = vkblr::fit::init_method_from_string(init);
   return o;
 }
 
 // The run on this process, one of `ranks`; returns the exit status.
-int run(const vkblr::fit::FitOptions& options, vkblr::fit::FitRanks& ranks, const std::string& device) {
+int run(const vkblr::fit::FitOptions& options, const ManifestFlags& manifest, vkblr::fit::FitRanks& ranks,
+        const std::string& device) {
   try {
     if (!options.eval.empty() && ranks.rank() != 0) return 0;  // --eval: rank 0's job
     vkblr::ContextOptions context_options;
     context_options.device = device;
     context_options.validation = options.validate;
     vkblr::Context ctx(context_options);
-    if (!options.eval.empty()) {
+    if (!manifest.path.empty()) {
+      vkblr::fit::ManifestOptions m;
+      m.manifest = manifest.path;
+      m.out = options.out;
+      m.resume = manifest.resume;
+      m.skip_bad_layers = manifest.on_bad_layer == "skip";
+      m.quiet = options.quiet;
+      m.command_line = options.command_line;
+      const vkblr::fit::ManifestReport report = vkblr::fit::run_manifest(ctx, m);
+      if (options.json) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
+    } else if (!options.eval.empty()) {
       const auto j = vkblr::fit::run_eval(ctx, options);
       std::printf("%s\n", j.dump(1).c_str());
     } else {
@@ -174,13 +238,19 @@ int run(const vkblr::fit::FitOptions& options, vkblr::fit::FitRanks& ranks, cons
 int main(int argc, char** argv) {
   CLI::App app{"vkblr-fit: distil a dense weight into a binary low-rank layer on the GPU"};
   vkblr::fit::FitOptions options;
+  ManifestFlags manifest;
   try {
-    options = parse(app, argc, argv);
+    options = parse(app, argc, argv, manifest);
     vkblr::fit::check_fit_options(options);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const vkblr::Error& e) {
     std::fprintf(stderr, "vkblr-fit: %s\nRun with --help for more information.\n", e.what());
+    return 2;
+  }
+  if (!manifest.path.empty() && vkblr::fit::launched_by_mpi()) {
+    std::fprintf(stderr, "vkblr-fit: --manifest runs in one process: layers spread over the ranks of an MPI job are "
+                         "not implemented yet\n");
     return 2;
   }
 #ifdef VKBLR_FIT_MPI
@@ -196,7 +266,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "vkblr-fit: %s\n", e.what());
       return 1;
     }
-    return run(options, *ranks, device);
+    return run(options, manifest, *ranks, device);
   }
 #else
   if (vkblr::fit::launched_by_mpi()) {
@@ -205,5 +275,5 @@ int main(int argc, char** argv) {
   }
 #endif
   vkblr::fit::LocalRanks local;
-  return run(options, local, "");
+  return run(options, manifest, local, "");
 }

@@ -5,21 +5,17 @@
 #include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
-namespace {
-
-nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+nlohmann::json json_number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 nlohmann::json to_json(const ErrorSummary& e) {
-  return {{"weight", number(e.weight)}, {"output", number(e.output)},
-          {"activation_weighted", number(e.activation_weighted)}};
+  return {{"weight", json_number(e.weight)}, {"output", json_number(e.output)},
+          {"activation_weighted", json_number(e.activation_weighted)}};
 }
-
-}  // namespace
 
 nlohmann::json to_json(const FitReport& report) {
   const BitsPerWeight& b = report.bpw;
   nlohmann::json curve = nlohmann::json::array();
-  for (const CurvePoint& p : report.curve) curve.push_back({{"step", p.step}, {"held_out_error", number(p.held_out_error)}});
+  for (const CurvePoint& p : report.curve) curve.push_back({{"step", p.step}, {"held_out_error", json_number(p.held_out_error)}});
   return {
       {"tool_version", report.tool_version},
       {"command_line", report.command_line},
@@ -36,14 +32,14 @@ nlohmann::json to_json(const FitReport& report) {
       {"errors",
        {{"init", to_json(report.init)},
         {"trained", to_json(report.trained)},
-        {"output_improvement", number(report.init.output / report.trained.output)}}},
+        {"output_improvement", json_number(report.init.output / report.trained.output)}}},
       {"training",
-       {{"steps", report.steps}, {"tokens", report.tokens}, {"tokens_per_s", number(report.tokens_per_s)},
-        {"wall_s", number(report.wall_s)}, {"flips", report.flips}, {"oscillations", report.oscillations},
+       {{"steps", report.steps}, {"tokens", report.tokens}, {"tokens_per_s", json_number(report.tokens_per_s)},
+        {"wall_s", json_number(report.wall_s)}, {"flips", report.flips}, {"oscillations", report.oscillations},
         {"settings", report.settings}, {"parallel", report.parallel}}},
       {"saved",
        {{"step", report.saved_step}, {"stage", report.saved_stage},
-        {"held_out_error", number(report.saved_held_out_error)}}},
+        {"held_out_error", json_number(report.saved_held_out_error)}}},
       {"inputs",
        {{"weight_xxh3", checksum_hex(report.inputs.weight)},
         {"activations_xxh3", checksum_hex(report.inputs.activations)}}},

@@ -67,6 +67,12 @@ struct FitReport {
 
 nlohmann::json to_json(const FitReport& report);
 
+// x, or null when it is not finite (JSON has no NaN or infinity).
+nlohmann::json json_number(double x);
+
+// {"weight", "output", "activation_weighted"}, non-finite numbers as null.
+nlohmann::json to_json(const ErrorSummary& errors);
+
 // `value` as indented JSON with a final newline.
 std::string json_file_text(const nlohmann::json& value);
 

@@ -16,20 +16,6 @@ constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - k
 
 bool on_log_axis(double v) { return std::isfinite(v) && v > 0; }
 
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // A step between ticks of 1, 2 or 5 times a power of ten giving at most
 // about `ticks` intervals over `span`.
 double nice_step(double span, int ticks) {
@@ -45,6 +31,20 @@ double nice_step(double span, int ticks) {
 std::string decade_label(int k) { return k >= -2 && k <= 3 ? std::format("{}", std::pow(10.0, k)) : std::format("1e{}", k); }
 
 }  // namespace
+
+std::string escape_xml(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 std::string error_chart_svg(std::span<const CurvePoint> curve, double init_error, const std::string& title) {
   std::vector<CurvePoint> points;

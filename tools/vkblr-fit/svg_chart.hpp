@@ -10,6 +10,10 @@
 
 namespace vkblr::fit {
 
+// `text` with &, <, > and " as XML entities (for text and attribute
+// values of SVG documents).
+std::string escape_xml(const std::string& text);
+
 // The SVG document (720×420 user units). Points whose error is not finite
 // and positive cannot sit on a log axis and are left out; an init level
 // that is not finite and positive draws no line. The title is escaped.

@@ -1,0 +1,75 @@
+// manifest_report.hpp — the report of a manifest run (<out>.json): one row
+// per layer of the manifest, in order, and the model's totals.
+//
+//   tool_version, command_line [..], device, manifest (its path),
+//   manifest_xxh3, complete (false: the run stopped before the outputs),
+//   layers [row, ...], totals {...}
+// A row:
+//   name, entry ("layers[2]"), weight ("file:tensor"), activations,
+//   stored_shape ("[4096, 1024]"), skipped (null, or why the layer was
+//   skipped: --on-bad-layer skip), and for a fitted layer
+//   m, n, rank, paths, scale_dtype, bpw, bits (signs, scales, metadata),
+//   errors {init {weight, output, activation_weighted}, trained {...}}
+//   (report.hpp's, output errors on the held-out tokens), stages {load:
+//   {wall_s, device_s}, ...} and wall_s (of the run that fitted it),
+//   resumed (true: fitted by an earlier run, taken from the work
+//   directory), result (the layer's result file)
+// totals:
+//   layers, fitted, resumed, skipped (counts), weights (m·n of the fitted
+//   layers), bits (theirs), bpw = bits / weights, wall_s (this run's),
+//   fit_wall_s (the rows' wall_s, resumed layers included)
+// Non-finite numbers are written as null.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr-fit/report.hpp"
+
+namespace vkblr::fit {
+
+struct LayerRow {
+  std::string name, entry, weight_source, activation_source, stored_shape;
+  std::string skipped;  // why the layer was skipped; empty for a fitted layer
+  // a fitted layer's:
+  LayerShape shape;
+  ScaleDtype scale_dtype = ScaleDtype::f16;
+  ErrorSummary init, trained;
+  nlohmann::json stages = nlohmann::json::object();
+  double wall_s = 0;
+  bool resumed = false;
+  std::string result;
+};
+
+nlohmann::json to_json(const LayerRow& row);
+
+// A row as to_json writes it (a fitted layer's), read back from a layer
+// record (layer_record.hpp); throws vkblr::Error naming the field.
+LayerRow layer_row_from_json(const JsonField& row);
+
+struct ManifestTotals {
+  std::uint64_t layers = 0, fitted = 0, resumed = 0, skipped = 0;
+  std::uint64_t weights = 0, bits = 0;
+  double bpw = 0, fit_wall_s = 0;
+};
+ManifestTotals manifest_totals(std::span<const LayerRow> rows);
+
+struct ManifestReport {
+  std::string tool_version;
+  std::vector<std::string> command_line;
+  std::string device;
+  std::string manifest;
+  std::uint64_t manifest_checksum = 0;
+  bool complete = false;
+  std::vector<LayerRow> layers;
+  double wall_s = 0;
+};
+
+nlohmann::json to_json(const ManifestReport& report);
+
+}  // namespace vkblr::fit
