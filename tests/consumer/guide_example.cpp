@@ -109,7 +109,7 @@ int run(bool validation) {
   std::uint64_t flips = 0;
   for (const vkblr::SignMatrix& sm : trainer.signs()) {
     const vkblr::SignTelemetry t = sm.telemetry(ctx);  // reads counters back: waits
-    flips += t.total_flips + t.flips;  // the total takes in a step's flips when the next one starts
+    flips += t.total_flips;  // every flip since init, the last step's included
   }
   std::printf("held-out error %.4f -> %.4f; %llu sign flips; %u steps, %u skipped\n", before, after,
               static_cast<unsigned long long>(flips), trainer.steps(), trainer.skipped());

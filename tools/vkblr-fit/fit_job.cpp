@@ -113,7 +113,7 @@ std::uint64_t total_flips(Context& ctx, BlrTrainer& trainer, std::uint64_t* osci
   std::uint64_t flips = 0, osc = 0;
   for (SignMatrix& sm : trainer.signs()) {
     const SignTelemetry t = sm.telemetry(ctx);
-    flips += t.total_flips + t.flips;
+    flips += t.total_flips;  // (it counts the last step's flips already)
     osc += t.oscillations;
   }
   if (oscillations) *oscillations = osc;

@@ -93,7 +93,7 @@ struct SignTelemetry {
   std::uint64_t oscillations = 0;  // of those, signs that had flipped before
   std::uint64_t in_band = 0;       // latents with |w| <= hyst after the last step (adam, fact)
   std::uint64_t hamming = 0;       // signs differing from the initial bits (keep_bits0), else 0
-  std::uint64_t total_flips = 0;   // since init
+  std::uint64_t total_flips = 0;   // since init, the last step's included
 };
 
 // The optimizer state of one sign matrix. Owns its state buffers; borrows
