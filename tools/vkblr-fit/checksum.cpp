@@ -2,7 +2,6 @@
 
 #include <format>
 
-
 // header-only: nothing to link, the device build's static binaries stay
 // self-contained
 #define XXH_INLINE_ALL
@@ -11,6 +10,8 @@
 namespace vkblr::fit {
 
 std::uint64_t xxh3_64(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+std::uint64_t xxh3_64(std::string_view text) { return XXH3_64bits(text.data(), text.size()); }
 
 std::string checksum_hex(std::uint64_t checksum) { return std::format("{:016x}", checksum); }
 
@@ -24,6 +25,5 @@ std::optional<std::uint64_t> parse_checksum_hex(std::string_view text) {
   }
   return value;
 }
-
 
 }  // namespace vkblr::fit

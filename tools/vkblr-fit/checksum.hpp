@@ -18,6 +18,8 @@
 namespace vkblr::fit {
 
 std::uint64_t xxh3_64(std::span<const std::byte> bytes);
+// The same of a text's bytes.
+std::uint64_t xxh3_64(std::string_view text);
 
 // "0123456789abcdef"
 std::string checksum_hex(std::uint64_t checksum);

@@ -24,7 +24,6 @@ void rank_one_factors(const MatrixF64& a, std::vector<double>& left, std::vector
   for (double& x : right) x *= root;
 }
 
-// Rescales h, ℓ, g to a common root-mean-square, keeping h_i·ℓ_k·g_j.
 // |a_ij| / rms(a), all 0 for a = 0.
 std::vector<float> relative_magnitudes(const MatrixF64& a) {
   const double rms = root_mean_square(a.values);
@@ -35,6 +34,7 @@ std::vector<float> relative_magnitudes(const MatrixF64& a) {
   return out;
 }
 
+// Rescales h, ℓ, g to a common root-mean-square, keeping h_i·ℓ_k·g_j.
 void balance(std::vector<double>& h, std::vector<double>& l, std::vector<double>& g) {
   const double rh = root_mean_square(h), rl = root_mean_square(l), rg = root_mean_square(g);
   if (rh == 0 || rl == 0 || rg == 0) return;

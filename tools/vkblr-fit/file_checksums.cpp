@@ -24,7 +24,7 @@ std::string metadata_checksum(const std::map<std::string, std::string>& metadata
     text += value;
     text += '\0';
   }
-  return checksum_hex(xxh3_64(std::as_bytes(std::span(text))));
+  return checksum_hex(xxh3_64(text));
 }
 
 }  // namespace

@@ -64,7 +64,6 @@ DataSpec data_spec(const FitOptions& o, std::uint32_t layer_rank) {
   return d;
 }
 
-
 // The host copies the subspace init reads (--init subspace or best): W
 // and the training tokens, f32.
 Matrix host_weight(const DeviceData& data) {

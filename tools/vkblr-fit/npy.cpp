@@ -207,8 +207,7 @@ Matrix read_npy_matrix(const std::string& path) {
   Matrix m;
   m.rows = h.rows;
   m.cols = h.cols;
-  m.values.resize(bytes.size() * 8 / dtype_bits(h.dtype));
-  widen_to_f32(h.dtype, bytes, m.values);
+  m.values = widen_to_f32(h.dtype, bytes);
   return m;
 }
 

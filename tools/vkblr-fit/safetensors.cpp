@@ -285,10 +285,7 @@ void SafetensorsReader::check_matrix(const TensorInfo& tensor) const {
 
 std::vector<float> SafetensorsReader::read_f32(const TensorInfo& tensor) {
   check_widens(tensor);
-  const auto bytes = read_bytes(tensor);
-  std::vector<float> out(bytes.size() * 8 / dtype_bits(tensor.dtype));
-  widen_to_f32(tensor.dtype, bytes, out);
-  return out;
+  return widen_to_f32(tensor.dtype, read_bytes(tensor));
 }
 
 Matrix SafetensorsReader::read_matrix(const TensorInfo& tensor) {

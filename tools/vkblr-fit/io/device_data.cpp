@@ -17,7 +17,6 @@ namespace vkblr::fit {
 namespace {
 
 constexpr std::uint64_t kChunkFloats = std::uint64_t{16} << 20;  // 64 MiB of f32 per staged chunk
-std::uint64_t hash_text(const std::string& text) { return xxh3_64(std::as_bytes(std::span(text))); }
 
 void check_values(const MatrixSource& src, const MatrixSource::ValueStats& s, std::uint64_t first_row,
                   const char* what) {
@@ -143,7 +142,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
                                       spec.synthetic_m, spec.synthetic_n, spec.family_rank, spec.seed);
         break;
     }
-    d.weight_hash = hash_text(d.weight_source);
+    d.weight_hash = xxh3_64(d.weight_source);
   } else {
     const MatrixSource src(spec.weight_path, spec.weight_tensor, "weight");
     require(src.rows() >= 1 && src.cols() >= 1 && src.rows() <= 0xffffffffu && src.cols() <= 0xffffffffu,
@@ -176,7 +175,7 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
     d.activation_source = std::format("synthetic Gaussian {}x{}, covariance spectrum decay {}, {} outlier channels x{} "
                                       "(seed {})",
                                       need, d.n, a.spectrum_decay, a.outlier_channels, a.outlier_scale, a.seed);
-    d.activation_hash = hash_text(d.activation_source);
+    d.activation_hash = xxh3_64(d.activation_source);
   } else {
     const MatrixSource src(spec.activations_path, spec.activations_tensor, "activations");
     require(src.cols() == d.n, "activations {} have {} columns but W has n = {} (X must be [T][n])", src.source(),

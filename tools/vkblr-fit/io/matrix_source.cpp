@@ -55,7 +55,6 @@ std::size_t element_bytes(Dtype d) { return dtype_bits(d) / 8; }
 
 }  // namespace
 
-
 MatrixSource::MatrixSource(const std::string& path, const std::string& tensor, const char* what) {
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);

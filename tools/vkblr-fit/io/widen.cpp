@@ -52,4 +52,11 @@ void widen_to_f32(Dtype dtype, std::span<const std::byte> in, std::span<float> o
   }
 }
 
+std::vector<float> widen_to_f32(Dtype dtype, std::span<const std::byte> in) {
+  require(widens_to_f32(dtype), "widen_to_f32: dtype {} is not F32, F16, BF16 or F64", dtype_name(dtype));
+  std::vector<float> out(in.size() / (dtype_bits(dtype) / 8));
+  widen_to_f32(dtype, in, out);
+  return out;
+}
+
 }  // namespace vkblr::fit

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "vkblr-fit/safetensors.hpp"
 
@@ -30,5 +31,8 @@ bool widens_to_f32(Dtype dtype);
 // naming "widen_to_f32" when the dtype is another, or `in` is not
 // out.size() elements of it.
 void widen_to_f32(Dtype dtype, std::span<const std::byte> in, std::span<float> out);
+// All the elements of `in` as f32 (widen_to_f32); throws as it does, also
+// for bytes that are not whole elements.
+std::vector<float> widen_to_f32(Dtype dtype, std::span<const std::byte> in);
 
 }  // namespace vkblr::fit

@@ -25,8 +25,6 @@ bool plain_char(char c) {
          c == '-';
 }
 
-std::uint64_t checksum_of_text(std::string_view text) { return xxh3_64(std::as_bytes(std::span(text))); }
-
 // The whole file's bytes (at most `limit`), or nullopt when it is missing.
 std::optional<std::string> read_whole(const std::string& path, std::uint64_t limit) {
   std::error_code ec;
@@ -41,7 +39,7 @@ std::optional<std::string> read_whole(const std::string& path, std::uint64_t lim
 std::uint64_t file_checksum(const std::string& path) {
   const std::optional<std::string> bytes = read_whole(path, std::uint64_t{1} << 40);
   require(bytes.has_value(), "{} does not exist", path);
-  return checksum_of_text(*bytes);
+  return xxh3_64(*bytes);
 }
 
 }  // namespace
@@ -55,7 +53,7 @@ std::string layer_file_stem(const std::string& name) {
   }
   if (plain) return name;
   if (!stem.empty() && stem.front() == '.') stem.front() = '_';
-  return stem + "-" + checksum_hex(checksum_of_text(name));
+  return stem + "-" + checksum_hex(xxh3_64(name));
 }
 
 LayerFiles layer_files(const std::string& work_dir, const std::string& name) {
@@ -118,7 +116,7 @@ std::optional<LayerRow> find_layer_record(const LayerFiles& files, const std::st
     const std::optional<std::uint64_t> recorded = parse_checksum_hex(r["result_xxh3"].string());
     require(recorded.has_value(), "{}: 'result_xxh3' is not a checksum", where);
     const std::optional<std::string> result = read_whole(files.result, std::uint64_t{1} << 40);
-    if (!result || checksum_of_text(*result) != *recorded) {
+    if (!result || xxh3_64(*result) != *recorded) {
       why = std::format("{} is {} the one its record names", files.result, result ? "not" : "missing, not");
       return std::nullopt;
     }

@@ -101,7 +101,7 @@ Manifest read_manifest(const std::string& path) {
   Manifest m;
   m.path = path;
   m.directory = std::filesystem::path(path).parent_path().string();
-  m.checksum = xxh3_64(std::as_bytes(std::span(bytes)));
+  m.checksum = xxh3_64(bytes);
   const nlohmann::json json = parse_untrusted_json(bytes, kMaxManifestDepth, "manifest " + path);
   const JsonField top(json, "manifest " + path);
   top.require_object();
