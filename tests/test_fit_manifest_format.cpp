@@ -82,6 +82,13 @@ TEST_CASE("manifest: keys and values are checked as the manifest is read", "[fit
   const auto message = [&](const nlohmann::json& manifest) { return vkt::error_of([&] { read(manifest); }); };
   const Manifest m = read(vkt::six_layer_manifest());
   REQUIRE(m.entries.size() == 3);
+  {  // a manifest is a text a person writes: 16 MiB at most, refused before parsing
+    std::string big = vkt::six_layer_manifest().dump();
+    big.insert(big.size() - 1, std::string((std::size_t{16} << 20) + 1 - big.size(), ' '));
+    vkt::write_raw_file(path, big);
+    CHECK_THAT(vkt::error_of([&] { read_manifest(path); }),
+               ContainsSubstring("manifest " + path + ": 16777217 bytes, more than a manifest may have (16777216)"));
+  }
   CHECK(m.entries[0].is_pattern);
   CHECK(m.entries[0].pattern == "model.layers.*.mlp.*_proj.weight");
   CHECK(m.entries[1].tensor == "model.layers.0.attn.q_proj.weight");

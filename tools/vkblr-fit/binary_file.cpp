@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "vkblr/error.hpp"
@@ -75,6 +76,14 @@ void InputFile::read_at(std::uint64_t offset, std::span<std::byte> out, std::str
     require(got > 0, "{}: changed while being read: it ended at byte {} while {} was read", path_, offset + done, what);
     done += static_cast<std::size_t>(got);
   }
+}
+
+std::string read_whole_file(const std::string& path, std::uint64_t limit, std::string_view what) {
+  InputFile file(path);
+  require(file.size() <= limit, "{} {}: {} bytes, more than a {} may have ({})", what, path, file.size(), what, limit);
+  std::string bytes(file.size(), '\0');
+  file.read_at(0, std::as_writable_bytes(std::span(bytes)), "the file");
+  return bytes;
 }
 
 }  // namespace vkblr::fit

@@ -41,4 +41,9 @@ class InputFile {
   std::uint64_t size_ = 0;
 };
 
+// The whole of the regular file `path` (InputFile's errors). `what` names
+// it in the error when it holds more than `limit` bytes ("manifest": "manifest PATH:
+// 20000000 bytes, more than a manifest may have (16777216)").
+std::string read_whole_file(const std::string& path, std::uint64_t limit, std::string_view what);
+
 }  // namespace vkblr::fit

@@ -26,18 +26,14 @@ bool plain_char(char c) {
 }
 
 // The whole file's bytes (at most `limit`), or nullopt when it is missing.
-std::optional<std::string> read_whole(const std::string& path, std::uint64_t limit) {
+std::optional<std::string> read_whole(const std::string& path, std::uint64_t limit, std::string_view what) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
-  InputFile file(path);
-  require(file.size() <= limit, "{}: {} bytes, more than expected ({})", path, file.size(), limit);
-  std::string bytes(file.size(), '\0');
-  file.read_at(0, std::as_writable_bytes(std::span(bytes)), "the file");
-  return bytes;
+  return read_whole_file(path, limit, what);
 }
 
 std::uint64_t file_checksum(const std::string& path) {
-  const std::optional<std::string> bytes = read_whole(path, std::uint64_t{1} << 40);
+  const std::optional<std::string> bytes = read_whole(path, std::uint64_t{1} << 40, "layer result");
   require(bytes.has_value(), "{} does not exist", path);
   return xxh3_64(*bytes);
 }
@@ -93,7 +89,7 @@ void write_layer_record(const LayerFiles& files, const std::string& name, const 
 
 std::optional<LayerRow> find_layer_record(const LayerFiles& files, const std::string& name, const nlohmann::json& key,
                                           std::string& why) {
-  const std::optional<std::string> text = read_whole(files.record, kMaxRecordBytes);
+  const std::optional<std::string> text = read_whole(files.record, kMaxRecordBytes, "layer record");
   if (!text) {
     why = std::format("no record {}", files.record);
     return std::nullopt;
@@ -115,7 +111,7 @@ std::optional<LayerRow> find_layer_record(const LayerFiles& files, const std::st
     }
     const std::optional<std::uint64_t> recorded = parse_checksum_hex(r["result_xxh3"].string());
     require(recorded.has_value(), "{}: 'result_xxh3' is not a checksum", where);
-    const std::optional<std::string> result = read_whole(files.result, std::uint64_t{1} << 40);
+    const std::optional<std::string> result = read_whole(files.result, std::uint64_t{1} << 40, "layer result");
     if (!result || xxh3_64(*result) != *recorded) {
       why = std::format("{} is {} the one its record names", files.result, result ? "not" : "missing, not");
       return std::nullopt;

@@ -93,11 +93,7 @@ ManifestEntry parse_entry(const JsonField& e, std::size_t index, const FitOption
 }  // namespace
 
 Manifest read_manifest(const std::string& path) {
-  InputFile file(path);
-  require(file.size() <= kMaxManifestBytes, "manifest {}: {} bytes, more than a manifest may have ({})", path,
-          file.size(), kMaxManifestBytes);
-  std::string bytes(file.size(), '\0');
-  file.read_at(0, std::as_writable_bytes(std::span(bytes)), "the manifest");
+  const std::string bytes = read_whole_file(path, kMaxManifestBytes, "manifest");
   Manifest m;
   m.path = path;
   m.directory = std::filesystem::path(path).parent_path().string();
