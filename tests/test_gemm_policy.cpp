@@ -104,6 +104,21 @@ TEST_CASE("gemm_policy_from_env: a malformed value throws naming the variable an
   }
 }
 
+TEST_CASE("parse_gemm_tile: the fields in order, or an error naming the field at fault", "[gemm_policy][errors]") {
+  CHECK(parse_gemm_tile("64,128,32,16,32,3") == GemmTile{64, 128, 32, 16, 32, 3, GemmKernel::plain, 0});
+  CHECK(parse_gemm_tile("64,128,32,16,32,3,2") == GemmTile{64, 128, 32, 16, 32, 3, GemmKernel::plain, 2});
+  CHECK(parse_gemm_f32_tile("64,32,8,4,2") == ops::GemmF32Tile{64, 32, 8, 4, 2});
+  CHECK_THROWS_WITH(parse_gemm_tile("64,+64,32,32,32,1"),
+                    ContainsSubstring("got '64,+64,32,32,32,1': '+64' is not a number"));
+  CHECK_THROWS_WITH(parse_gemm_tile("64,64,,32,32,1"), ContainsSubstring("'' is not a number"));
+  CHECK_THROWS_WITH(parse_gemm_tile("64,64,32,32,32,4294967296"),
+                    ContainsSubstring("4294967296 is beyond 32 bits (at most 4294967295)"));
+  CHECK_THROWS_WITH(parse_gemm_tile("64,64,32"),
+                    ContainsSubstring("expected bm,bn,bk,wm,wn,stages[,prefetch], got '64,64,32' (3 numbers)"));
+  CHECK_THROWS_WITH(parse_gemm_f32_tile("64,32,8,4,2,1"),
+                    ContainsSubstring("expected bm,bn,bk,tm,tn, got '64,32,8,4,2,1' (6 numbers)"));
+}
+
 TEST_CASE("the GEMM policy's fields: each named once; two policies differ in the fields they differ in",
           "[gemm_policy]") {
   const GemmPolicy base;

@@ -4,6 +4,9 @@
 #include <format>
 #include <stdexcept>
 
+#include "vkblr/error.hpp"
+#include "vkblr/gemm_policy.hpp"
+
 namespace bench {
 
 std::vector<std::uint32_t> parse_numbers(std::string_view text, char sep, std::size_t min_count,
@@ -63,16 +66,11 @@ void check_gemm_mode(const GemmSize& shape, std::string_view mode) {
 }
 
 vkblr::GemmTile parse_gemm_tile(std::string_view text) {
-  const auto v = parse_numbers(text, ',', 6, 7, "bm,bn,bk,wm,wn,stages[,prefetch]");
-  vkblr::GemmTile t;
-  t.bm = v[0];
-  t.bn = v[1];
-  t.bk = v[2];
-  t.wm = v[3];
-  t.wn = v[4];
-  t.stages = v[5];
-  if (v.size() == 7) t.prefetch = v[6];
-  return t;
+  try {
+    return vkblr::parse_gemm_tile(text);
+  } catch (const vkblr::Error& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 GemmSize parse_gemm_f32_shape(std::string_view text) {
@@ -86,14 +84,11 @@ GemmSize parse_gemm_f32_shape(std::string_view text) {
 }
 
 vkblr::ops::GemmF32Tile parse_gemm_f32_tile(std::string_view text) {
-  const auto v = parse_numbers(text, ',', 5, 5, "bm,bn,bk,tm,tn");
-  vkblr::ops::GemmF32Tile t;
-  t.bm = v[0];
-  t.bn = v[1];
-  t.bk = v[2];
-  t.tm = v[3];
-  t.tn = v[4];
-  return t;
+  try {
+    return vkblr::parse_gemm_f32_tile(text);
+  } catch (const vkblr::Error& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 }  // namespace bench

@@ -34,7 +34,7 @@ GemmSize parse_gemm_shape(std::string_view text);
 // multiple of 32).
 void check_gemm_mode(const GemmSize& shape, std::string_view mode);
 
-// "bm,bn,bk,wm,wn,stages[,prefetch]", kernel left plain: the caller sets it.
+// vkblr::parse_gemm_tile, its error as std::invalid_argument (CLI11's).
 // Whether the device can run the tile is vkblr::check_gemm_tile's to say,
 // for each case.
 vkblr::GemmTile parse_gemm_tile(std::string_view text);
@@ -42,8 +42,8 @@ vkblr::GemmTile parse_gemm_tile(std::string_view text);
 // "MxNxK" for the f32 GEMM (vkblr/ops/gemm_f32.hpp): every size >= 1.
 GemmSize parse_gemm_f32_shape(std::string_view text);
 
-// "bm,bn,bk,tm,tn"; whether the device can run the tile is
-// vkblr::ops::check_gemm_f32_tile's to say, for each case.
+// vkblr::parse_gemm_f32_tile likewise; whether the device can run the tile
+// is vkblr::ops::check_gemm_f32_tile's to say, for each case.
 vkblr::ops::GemmF32Tile parse_gemm_f32_tile(std::string_view text);
 
 }  // namespace bench

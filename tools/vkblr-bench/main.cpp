@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "whole training steps per second (BlrTrainer, vkblr-fit's loop)");
   std::vector<std::string> train_cases;
   bench::TrainBenchOptions topt;
-  std::string sign_opt = "fact";
+  std::string sign_opt = "adam";
   bool frozen_signs = false;
   train->add_option("--case", train_cases, "m,n,r,ntok,P (repeatable; default: vkblr-fit's H200 layer at 1 bpw)")
       ->check(strict(bench::parse_layer_case, "m,n,r,ntok,P"));

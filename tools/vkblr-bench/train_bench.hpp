@@ -24,8 +24,8 @@ using TrainCase = LayerCase;
 
 struct TrainBenchOptions {
   std::vector<TrainCase> cases;
-  vkblr::SignOpt sign_opt = vkblr::SignOpt::fact;  // vkblr-fit's defaults
-  float flip_budget = 1e-3f;
+  vkblr::SignOpt sign_opt = vkblr::SignOpt::adam;  // vkblr-fit's defaults (fit_options.hpp)
+  float flip_budget = 0.0f;
   bool train_signs = true;  // false: vkblr-fit's --sign-lr 0 (scales only)
   std::uint32_t warmup = 20;
   std::uint32_t steps = 200;  // timed steps

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,17 @@ struct GemmPolicy {
 
   bool operator==(const GemmPolicy&) const = default;
 };
+
+// A tile as VKBLR_GEMM_TILE and vkblr-bench's --tile write it,
+// "bm,bn,bk,wm,wn,stages[,prefetch]" (unsigned decimal fields; kernel
+// plain: the caller sets it). Throws vkblr::Error "expected
+// bm,bn,bk,wm,wn,stages[,prefetch] (unsigned decimal numbers), got 'TEXT'"
+// for any other text. Whether a device can run the tile is checked where a
+// GEMM uses it (check_gemm_tile).
+GemmTile parse_gemm_tile(std::string_view text);
+// "bm,bn,bk,tm,tn" likewise (VKBLR_GEMM_F32_TILE, vkblr-bench's
+// --f32-tile); checked for a device by ops::check_gemm_f32_tile.
+ops::GemmF32Tile parse_gemm_f32_tile(std::string_view text);
 
 // The policy the environment variables above give; a variable unset or
 // empty leaves its field at the default. Throws vkblr::Error naming the
