@@ -95,7 +95,9 @@ def test_command_line_messages():
     model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny_torch_model.py")
     cases = [(["--model", "missing.py:make"], 1, "dump_calibration: model 'missing.py:make': missing.py does not exist"),
              (["--model", model + ":nope"], 1, "has no function 'nope'"),
-             (["--model", model + ":make", "--inputs", "x.txt"], 1, "inputs x.txt: want a .pt (torch.save) or .npy"),
+             (["--inputs", "x.txt"], 1, "inputs 'x.txt' does not exist"),
+             (["--inputs", model], 1, "want a .pt (torch.save) or .npy file, or MODULE:FACTORY"),
+             (["--inputs", model + ":make"], 1, "a Tiny; want a tensor or a non-empty list of batches"),
              (["--set", "bpw"], 2, "'bpw': want KEY=VALUE")]
     for arguments, want_rc, want in cases:
         command = ["--model", model + ":make", "--inputs", "x.pt", "--out", os.path.join(args.work, "o")] + arguments

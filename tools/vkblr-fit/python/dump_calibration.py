@@ -9,7 +9,8 @@ inputs each of them sees on calibration batches, and a manifest over both.
 
 MODEL is file.py:FACTORY or package.module:FACTORY (a function that returns
 the nn.Module) or a torch.save'd nn.Module; INPUTS a torch.save'd tensor or
-list of batches, or a .npy array (torch_model.py says how each is run).
+list of batches, a .npy array, or a FACTORY that returns them (torch_model.py
+says how each is run).
 It writes, in DIR:
 
     weights.safetensors      <module>.weight  [out][in], the Linear's own dtype
@@ -227,7 +228,8 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     parser.add_argument("--model", required=True, help="file.py:FACTORY, package.module:FACTORY or model.pt")
-    parser.add_argument("--inputs", required=True, help="calibration batches: .pt (tensor or list) or .npy")
+    parser.add_argument("--inputs", required=True,
+                        help="calibration batches: .pt (tensor or list), .npy, or file.py:FACTORY")
     parser.add_argument("--rows", type=int, help="cut an inputs tensor into batches of ROWS along dim 0 "
                         "(default: one batch)")
     parser.add_argument("--out", required=True, help="output directory")

@@ -302,7 +302,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dense", metavar="OUT", help="write every layer's Ŵ to OUT (safetensors)")
     parser.add_argument("--dtype", choices=["f16", "f32", "f64"], default="f32", help="Ŵ's dtype in --dense")
     parser.add_argument("--model", help="file.py:FACTORY, package.module:FACTORY or model.pt")
-    parser.add_argument("--inputs", help="batches to compare the model's outputs on: .pt or .npy")
+    parser.add_argument("--inputs", help="batches to compare the outputs on: .pt, .npy or file.py:FACTORY")
     parser.add_argument("--rows", type=int, help="cut an inputs tensor into batches of ROWS along dim 0")
     args = parser.parse_args(argv)
     if (args.model is None) != (args.inputs is None):
