@@ -17,6 +17,7 @@ import torch  # noqa: E402
 import tiny_torch_model  # noqa: E402
 from dump_calibration import RowSampler, dump_calibration, name_matcher  # noqa: E402
 from dump_calibration import main as dump_main  # noqa: E402
+from torch_model import load_batches, load_model  # noqa: E402
 
 args = options()
 
@@ -85,6 +86,24 @@ def test_bad_inputs_are_refused():
            "layer blocks.0.up: an input of |value| 1e+05 overflows torch.float16")
     raises(lambda: dump([torch.full((1, 96, 64), float("nan"))], batch=32), "layer blocks.0.up: its input holds NaN")
     check(not os.path.exists(out), "a refused dump wrote files")
+
+
+def test_models_and_batches_load_from_files():
+    """A torch.save'd module (its class importable: tiny_torch_model is on sys.path); a tensor in
+    a .pt or .npy file, cut into batches of --rows."""
+    model_file, pt, npy = (os.path.join(args.work, n) for n in ("model.pt", "x.pt", "x.npy"))
+    torch.save(tiny_torch_model.make(), model_file)
+    loaded, made = load_model(model_file).state_dict(), tiny_torch_model.make().state_dict()
+    check(loaded.keys() == made.keys() and all(torch.equal(loaded[k], made[k]) for k in made),
+          "the saved model loads with other weights")
+    x = torch.arange(10.0).reshape(5, 2)
+    torch.save(x, pt)
+    np.save(npy, x.numpy())
+    for spec in (pt, npy):
+        batches = load_batches(spec, 2)
+        check([b.shape[0] for b in batches] == [2, 2, 1] and torch.equal(torch.cat(batches), x),
+              f"{spec} in batches of 2: {batches}")
+    raises(lambda: load_model(pt), "is a Tensor, not a torch.nn.Module")
 
 
 def test_command_line_messages():

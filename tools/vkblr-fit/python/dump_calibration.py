@@ -60,6 +60,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from command_line import add_model_arguments, parser_from_doc, run  # noqa: E402
 from safetensors_file import RawTensor, write_file_atomic, write_safetensors  # noqa: E402
 from torch_model import load_batches, load_model, run_model  # noqa: E402
 
@@ -224,14 +225,8 @@ def parse_setting(text: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    parser.add_argument("--model", required=True, help="file.py:FACTORY, package.module:FACTORY or model.pt")
-    parser.add_argument("--inputs", required=True,
-                        help="calibration batches: .pt (tensor or list), .npy, or file.py:FACTORY")
-    parser.add_argument("--rows", type=int, help="cut an inputs tensor into batches of ROWS along dim 0 "
-                        "(default: one batch)")
+    parser = parser_from_doc(__doc__)
+    add_model_arguments(parser, True, "calibration batches")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--layers", help="pattern of module names ('*' any run of characters; default: all)")
     parser.add_argument("--batch", type=int, default=512, help="vkblr-fit's tokens per step (default 512)")
@@ -241,16 +236,10 @@ def main(argv=None) -> int:
                         help="a manifest default, such as bpw=1.5 or steps=2000 (repeatable)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the rows' choice (default 0)")
     args = parser.parse_args(argv)
-    try:
-        model = load_model(args.model)
-        batches = load_batches(args.inputs, args.rows)
-        dump_calibration(model, batches, args.out, layers=args.layers, batch=args.batch, max_tokens=args.max_tokens,
-                         dtype=torch.float16 if args.dtype == "f16" else torch.float32,
-                         settings=dict(args.set), seed=args.seed)
-    except (ValueError, OSError) as e:
-        print(f"dump_calibration: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run("dump_calibration", lambda: dump_calibration(
+        load_model(args.model), load_batches(args.inputs, args.rows), args.out, layers=args.layers,
+        batch=args.batch, max_tokens=args.max_tokens, dtype=torch.float16 if args.dtype == "f16" else torch.float32,
+        settings=dict(args.set), seed=args.seed))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,6 @@ fails is refused with a BlrFileError naming the file and what is wrong.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -51,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from command_line import add_model_arguments, parser_from_doc, run  # noqa: E402
 from safetensors_file import SafetensorsError, SafetensorsFile, write_safetensors  # noqa: E402
 from xxh3 import checksum_hex, xxh3_64  # noqa: E402
 
@@ -295,19 +295,16 @@ def output_change(model, layers: dict, batches) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    parser = parser_from_doc(__doc__)
     parser.add_argument("file", help="a vkblr-fit model file (--manifest) or result file")
     parser.add_argument("--dense", metavar="OUT", help="write every layer's Ŵ to OUT (safetensors)")
     parser.add_argument("--dtype", choices=["f16", "f32", "f64"], default="f32", help="Ŵ's dtype in --dense")
-    parser.add_argument("--model", help="file.py:FACTORY, package.module:FACTORY or model.pt")
-    parser.add_argument("--inputs", help="batches to compare the outputs on: .pt, .npy or file.py:FACTORY")
-    parser.add_argument("--rows", type=int, help="cut an inputs tensor into batches of ROWS along dim 0")
+    add_model_arguments(parser, False, "batches to compare the model's outputs on")
     args = parser.parse_args(argv)
     if (args.model is None) != (args.inputs is None):
         parser.error("--model and --inputs go together")
-    try:
+
+    def body():
         layers = read_blr(args.file)
         for name, x in layers.items():
             print(f"{name}: {x.m}x{x.n}, {len(x.paths)} paths of rank {x.rank}, {x.scale_dtype} scales, "
@@ -318,14 +315,11 @@ def main(argv=None) -> int:
             print(f"wrote {args.dense}: {len(layers)} dense weights, {args.dtype}")
         if args.model:
             from torch_model import load_batches, load_model
-            model, batches = load_model(args.model), load_batches(args.inputs, args.rows)
-            change = output_change(model, layers, batches)
+            batches = load_batches(args.inputs, args.rows)
+            change = output_change(load_model(args.model), layers, batches)
             print(f"{len(layers)} nn.Linear weights replaced; the model's outputs changed by {change:.4e} "
                   f"(‖y_blr − y‖ / ‖y‖ over {len(batches)} batches)")
-    except (ValueError, OSError) as e:
-        print(f"load_blr: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run("load_blr", body)
 
 
 if __name__ == "__main__":
