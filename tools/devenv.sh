@@ -6,7 +6,8 @@
 # tools/devenv.packages, Mesa from trixie-backports for lavapipe with
 # VK_KHR_cooperative_matrix) and runs commands inside it.
 #
-#   tools/devenv.sh setup          make the root, or do nothing when it is current
+#   tools/devenv.sh setup          make the root, add the packages the list gained
+#                                  since, or do nothing when it is current
 #   tools/devenv.sh run -- CMD...  run CMD inside (setup first when needed)
 #   tools/devenv.sh shell          an interactive shell inside
 #   tools/devenv.sh path           print where the root lives
@@ -30,6 +31,7 @@ pkgfile=$here/devenv.packages
 # Bump when the recipe below changes in a way the package list does not show.
 recipe_version=1
 stamp_file=etc/vkblr-devroot.stamp
+input_file=etc/vkblr-devroot.input  # the recipe, the mirror and the packages the root holds
 min_free_mb=3000
 
 die() { echo "devenv: $*" >&2; exit 1; }
@@ -43,12 +45,18 @@ need_root() {
 packages() { sed -e 's/#.*//' -e 's/[[:space:]]//g' "$pkgfile" | grep -v '^$' | grep -v '@backports$' || true; }
 backports() { sed -e 's/#.*//' -e 's/[[:space:]]//g' "$pkgfile" | grep '@backports$' | sed 's/@backports$//' || true; }
 
-wanted_stamp() {
-    { echo "recipe $recipe_version"; echo "mirror $mirror"; cat "$pkgfile"; } | sha256sum | cut -d' ' -f1
-}
+# What the root is made from: the recipe, the mirror, the package list.
+wanted_input() { echo "recipe $recipe_version"; echo "mirror $mirror"; cat "$pkgfile"; }
+wanted_stamp() { wanted_input | sha256sum | cut -d' ' -f1; }
 
+# The root serves this checkout when it was made from this recipe, mirror
+# and list, or holds every package of the list by the same recipe and
+# mirror (a root extended for a longer list serves a shorter one: a fresh
+# root, as CI makes, is the check that nothing unlisted is needed).
 is_current() {
-    [ -f "$root/$stamp_file" ] && [ "$(cat "$root/$stamp_file")" = "$(wanted_stamp)" ]
+    [ -f "$root/$stamp_file" ] || return 1
+    [ "$(cat "$root/$stamp_file")" = "$(wanted_stamp)" ] && return 0
+    same_recipe && [ -z "$(missing_packages)" ]
 }
 
 check_network() {
@@ -86,16 +94,60 @@ assert_unmounted() {
     fi
 }
 
+# Package names of a list on stdin, one per line, sorted ("x@backports" kept).
+list_names() { sed -e 's/#.*//' -e 's/[[:space:]]//g' | grep -v '^$' | sort -u || true; }
+
+# Whether the root was made by this recipe from this mirror.
+same_recipe() {
+    [ -f "$root/$input_file" ] && [ "$(head -n 2 "$root/$input_file")" = "$(wanted_input | head -n 2)" ]
+}
+
+# The packages of the list the root does not hold, one per line.
+missing_packages() {
+    comm -13 <(tail -n +3 "$root/$input_file" | list_names) <(list_names <"$pkgfile")
+}
+
+# Installs the packages of the list the root lacks into the root as it is,
+# when it was made by the same recipe and mirror (keeping the root and its
+# compile cache); returns 1 when the root must be made again instead.
+extend_root() {
+    same_recipe || return 1
+    local added plain bp
+    added=$(missing_packages)
+    plain=$(echo "$added" | grep -v '@backports$' | paste -sd' ' - || true)
+    bp=$(echo "$added" | grep '@backports$' | sed 's/@backports$//' | paste -sd' ' - || true)
+    say "adding to the dev root: ${plain}${bp:+ $bp (backports)} (log: $root.log)"
+    check_network
+    local install="apt-get update -q && export DEBIAN_FRONTEND=noninteractive"
+    [ -n "$plain" ] && install="$install && apt-get install -y -q $plain"
+    [ -n "$bp" ] && install="$install && apt-get install -y -q -t trixie-backports $bp"
+    if ! unshare -m --propagation private -- "$0" _enter "$repo" sh -c "$install" >"$root.log" 2>&1; then
+        tail -n 20 "$root.log" >&2
+        die "could not add the packages to the dev root (full log: $root.log)"
+    fi
+    # what the root holds now: every package it had and the list's
+    { wanted_input | head -n 2; { tail -n +3 "$root/$input_file" | list_names; echo "$added"; } | grep -v "^$" | sort -u; } \
+        >"$root/$input_file.new"
+    mv "$root/$input_file.new" "$root/$input_file"
+    wanted_stamp >"$root/$stamp_file"
+    say "dev root extended"
+}
+
 cmd_setup() {
     need_root setup
     mkdir -p "$(dirname "$root")"
-    exec 9>"$root.lock"
-    flock 9
+    # adding packages removes nothing a running command uses: it waits only
+    # for another setup, not for the runs (which hold $root.lock shared)
+    exec 8>"$root.extend.lock"
+    flock 8
     if is_current; then
         say "dev root at $root is current"
         return
     fi
     check_disk
+    extend_root && return
+    exec 9>"$root.lock"
+    flock 9
     check_network
     ensure_mmdebstrap
     local new=$root.new
@@ -119,6 +171,7 @@ cmd_setup() {
         rm -rf "$new"
         die "mmdebstrap failed (full log: $root.log)"
     fi
+    wanted_input >"$new/$input_file"
     wanted_stamp >"$new/$stamp_file"
     if [ -e "$root" ]; then
         assert_unmounted "$root"
