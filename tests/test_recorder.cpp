@@ -308,6 +308,29 @@ GPU_TEST("transients: ops side by side get their own, later ops reuse them past 
     CHECK(vkt::count_bit_diffs(each.download<std::uint32_t>(), alone.download<std::uint32_t>()) == 0);
   }
 
+  // an op holds its transient until its last dispatch, across barriers:
+  // branch 0's partials outlive the barrier its own chain needs, and branch
+  // 1's reduction, first recorded after that barrier, gets other partials
+  Buffer held = ctx.upload(std::vector<float>(k, 0.0f)), other = ctx.upload(std::vector<float>(k, 0.0f));
+  Buffer col = ctx.upload(vkt::random_floats(k, 23)), t1 = ctx.buffer(std::size_t{m} * k * 4),
+         t2 = ctx.buffer(std::size_t{m} * k * 4), u = ctx.buffer(std::size_t{m} * k * 4);
+  const Ops reduce0 = ops::colsum_prod(ctx, a, b, held, m, k);
+  const Ops long_op = {reduce0[0], ops::scale_acc(ctx, a, col, t1, m, k, false),
+                       ops::scale_acc(ctx, t1, col, t2, m, k, false), reduce0[1]};  // a barrier before the third
+  const Ops reduce1 = ops::colsum_prod(ctx, a, a, other, m, k);  // other sums than branch 0's
+  const Ops late_op = {ops::scale_acc(ctx, b, col, u, m, k, false), ops::scale_acc(ctx, b, col, u, m, k, true),
+                       reduce1[0], reduce1[1]};
+  const Branch apart[] = {{{{"", long_op}}}, {{{"", late_op}}}};
+  Recorder across(ctx);
+  across.parallel(apart);
+  CHECK(across.transient_bytes() == 2 * partials);
+  across.run();
+  Buffer squares = ctx.upload(std::vector<float>(k, 0.0f));
+  Recorder by_itself(ctx);
+  by_itself.add(ops::colsum_prod(ctx, a, a, squares, m, k)).run();
+  CHECK(vkt::count_bit_diffs(held.download<std::uint32_t>(), alone.download<std::uint32_t>()) == 0);
+  CHECK(vkt::count_bit_diffs(other.download<std::uint32_t>(), squares.download<std::uint32_t>()) == 0);
+
   // a transient's dispatches are recorded with their Ops, not one by one
   Recorder single(ctx);
   CHECK_THROWS_WITH(single.add(op.front()), Catch::Matchers::ContainsSubstring("binds a transient"));
