@@ -95,13 +95,13 @@ class Recorder {
   // step, the first dispatch of every op of every branch (branch order, then
   // op order), then every second dispatch, and so on, each op under its tag.
   // Independent work so falls between the same barriers and runs together.
-  // The hazard tracker still orders whatever conflicts, so the interleaving
-  // never makes a result wrong; it fixes the order of conflicting accesses:
-  // a buffer that several branches write in the same step and pass (an
-  // output accumulated over branches) is written in branch order. Branches
-  // must not otherwise read what another writes (the result would depend on
-  // the interleaving). The ops of a step never share a transient. The
-  // recorder's tag is as before afterwards.
+  // Every conflict still gets its barrier (no access races), but the
+  // interleaving sets the order of conflicting accesses: a buffer that
+  // several branches write in the same step and pass (an output accumulated
+  // over branches) is written in branch order. Branches must not otherwise
+  // touch what another writes: the result would depend on the interleaving.
+  // The ops of a step never share a transient. The recorder's tag is as
+  // before afterwards.
   Recorder& parallel(std::span<const Branch> branches);
   Recorder& barrier();
   // Profiler attribution of the dispatches recorded from now on ("" = none).
