@@ -3,6 +3,7 @@
 // plain forward, fused ≡ unfused backward); one submit per step; refusals.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <algorithm>
 #include <cstdlib>
 
 #include "support/blr_ref.hpp"
@@ -225,33 +226,53 @@ GPU_TEST("paths side by side give the bits of path after path, with fewer barrie
   const std::uint32_t np = GENERATE(2u, 3u);
   const std::uint32_t ntok = GENERATE(64u, 70u);  // colsum_fused_t at 64; colsum_fused + cvt_t at 70
   const std::uint32_t m = 128, n = 192, r = 64;
-  // lanes change the automatic split-K choice (side_by_side); fixed here,
-  // and split, so that the lanes' workspaces are exercised on every device
-  GemmPolicy split = ctx.gemm_policy();
-  split.k_splits = 2;
-  vkt::with_gemm_policy(split, [&](Context& split_ctx) {
+  // the device's own split-K choice, and every GEMM split (each side by side
+  // with its own workspace): the lanes change neither
+  const bool forced_split = GENERATE(false, true);
+  GemmPolicy policy = ctx.gemm_policy();
+  if (forced_split) policy.k_splits = 2;
+  vkt::with_gemm_policy(policy, [&](Context& c) {
     const auto host = vkt::random_layer(m, n, r, np, 11 * np);
-    Buffer bx = split_ctx.upload(vkt::random_floats(std::size_t{ntok} * n, 82, 1.0f));
-    Buffer bdy = split_ctx.upload(vkt::random_floats(std::size_t{ntok} * m, 83, 1e-2f));
+    Buffer bx = c.upload(vkt::random_floats(std::size_t{ntok} * n, 82, 1.0f));
+    Buffer bdy = c.upload(vkt::random_floats(std::size_t{ntok} * m, 83, 1e-2f));
     std::vector<std::uint32_t> barriers;
     std::vector<std::vector<std::uint32_t>> outputs;
-    for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
-      DeviceLayer d(split_ctx, host, ntok, true, lanes);
-      CHECK(d.shared.lanes.size() == lanes);  // allocated for the layer's paths
-      barriers.push_back(d.step(split_ctx, bx, bdy));
+    for (std::uint32_t lanes = 1; lanes <= np + 1; ++lanes) {
+      DeviceLayer d(c, host, ntok, true, lanes);
+      CHECK(d.shared.lanes.size() == std::min(lanes, np));  // allocated for the layer's paths
+      barriers.push_back(d.step(c, bx, bdy));
       outputs.push_back(all_outputs(d));
     }
     // a one-path layer allocates one lane of the two it could use
     const auto single = vkt::random_layer(m, n, r, 1, 12);
-    DeviceLayer one(split_ctx, single, ntok, true, 2);
+    DeviceLayer one(c, single, ntok, true, 2);
     CHECK(one.shared.lanes.size() == 1);
-    INFO(np << " paths, ntok " << ntok);
-    for (std::uint32_t lanes = 2; lanes <= np; ++lanes) {
+    INFO(np << " paths, ntok " << ntok << (forced_split ? ", split" : ""));
+    for (std::uint32_t lanes = 2; lanes <= np + 1; ++lanes) {
       INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);
       CHECK(vkt::count_bit_diffs(outputs[lanes - 1], outputs[0]) == 0);
       CHECK(barriers[lanes - 1] < barriers[0]);
     }
   });
+}
+
+GPU_TEST("the lanes change no bit of a layer step where the automatic split-K differs per GEMM count",
+         "[blr][recorder]") {
+  // On 16-wide fragments the a GEMM (2560×32, K 2048: 40 tiles) splits 4 or
+  // 3 ways when 1 or 2 such GEMMs share the device: lanes that set that
+  // count would change the bits. (On small fragments nothing splits, and
+  // the lanes' order and transients are what is compared.)
+  const std::uint32_t np = 2, m = 128, n = 2048, r = 32, ntok = 2560;
+  const auto host = vkt::random_layer(m, n, r, np, 71);
+  Buffer bx = ctx.upload(vkt::random_floats(std::size_t{ntok} * n, 72, 1.0f));
+  Buffer bdy = ctx.upload(vkt::random_floats(std::size_t{ntok} * m, 73, 1e-2f));
+  std::vector<std::vector<std::uint32_t>> outputs;
+  for (std::uint32_t lanes = 1; lanes <= np; ++lanes) {
+    DeviceLayer d(ctx, host, ntok, true, lanes);
+    d.step(ctx, bx, bdy);
+    outputs.push_back(all_outputs(d));
+  }
+  CHECK(vkt::count_bit_diffs(outputs[1], outputs[0]) == 0);
 }
 
 GPU_TEST("a layer's forward, backward and sign gradients are one submit", "[blr][recorder]") {

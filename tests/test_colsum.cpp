@@ -247,25 +247,25 @@ GPU_TEST("colsum_fused_t equals colsum_fused plus cvt_t bit for bit", "[ops]") {
   }
 }
 
-GPU_TEST("reductions in different scratch lanes share their barriers and keep their bits", "[ops]") {
-  // two reductions of one shape: in one lane they share the partials and run
-  // one after the other; in two lanes both first passes, then both second
-  // passes, run side by side
+GPU_TEST("reductions side by side get their own partials, share their barriers and keep their bits", "[ops]") {
+  // two reductions of one shape: one after the other they run in turn; side
+  // by side both first passes, then both second passes, run together, each
+  // with its own partials
   const Inputs in0(ctx, Shape{300, 200}, 40), in1(ctx, Shape{300, 200}, 50);
-  auto reduce = [&](std::uint32_t lane1, std::uint32_t& barriers) {
+  auto reduce = [&](bool side_by_side, std::uint32_t& barriers) {
     Buffer sum0 = ctx.upload(in0.init), sum1 = ctx.upload(in1.init);
     const Ops r0 = ops::colsum_prod(ctx, in0.ba, in0.bb, sum0, in0.m, in0.k);
-    const Ops r1 = ops::colsum_prod(ctx, in1.ba, in1.bb, sum1, in1.m, in1.k, lane1);
+    const Ops r1 = ops::colsum_prod(ctx, in1.ba, in1.bb, sum1, in1.m, in1.k);
     Recorder rec(ctx);
-    barriers = vkt::record_pair(rec, r0, r1, lane1 != 0);
+    barriers = vkt::record_pair(rec, r0, r1, side_by_side);
     rec.run();
     return std::pair{words(sum0, in0.k), words(sum1, in1.k)};
   };
-  std::uint32_t one_lane = 0, two_lanes = 0;
-  const auto [a0, a1] = reduce(0, one_lane);
-  const auto [b0, b1] = reduce(1, two_lanes);
-  CHECK(one_lane == 3);
-  CHECK(two_lanes == 1);
+  std::uint32_t in_turn = 0, side_by_side = 0;
+  const auto [a0, a1] = reduce(false, in_turn);
+  const auto [b0, b1] = reduce(true, side_by_side);
+  CHECK(in_turn == 2);
+  CHECK(side_by_side == 1);
   CHECK(vkt::count_bit_diffs(a0, b0) == 0);
   CHECK(vkt::count_bit_diffs(a1, b1) == 0);
   std::vector<float> got1(in1.k);

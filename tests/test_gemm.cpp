@@ -14,6 +14,7 @@
 #include "support/host.hpp"
 #include "support/record_pair.hpp"
 #include "vkblr/gemm.hpp"
+#include "vkblr/ops/cvt.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
@@ -429,38 +430,59 @@ GPU_TEST("split-K layers: automatic choice, forced choice, dispatches", "[gemm]"
   });
 }
 
-GPU_TEST("split-K GEMMs in different scratch lanes share their barriers and keep their bits", "[gemm]") {
-  // two products of one size, 4 layers each: in one lane they share the
-  // workspace, so they run one after the other; in two lanes their layers
-  // and then their reduces run side by side
+GPU_TEST("split-K GEMMs side by side get their own workspaces, share their barriers and keep their bits", "[gemm]") {
+  // two products of one size, 4 layers each, with no data in common: one
+  // after the other, the second cannot take the first's workspace before a
+  // barrier, so it gets its own; side by side, their layers and then their
+  // reduces run together
   const std::uint32_t m = 96, n = 64, k = 512;
+  const std::uint64_t workspace = std::uint64_t{4} * m * n * 4;
   const Problem p0 = make_problem(ctx, m, n, k, GemmB::bits_n, 31), p1 = make_problem(ctx, m, n, k, GemmB::plane, 32);
   const auto alone0 = run_gemm(ctx, p0, {.m = m, .n = n, .k = k, .k_splits = 4});
   const auto alone1 = run_gemm(ctx, p1, {.m = m, .n = n, .k = k, .k_splits = 4});
-  auto together = [&](std::uint32_t lane1, std::uint32_t& barriers) {
+  auto together = [&](bool side_by_side, std::uint32_t& barriers) {
     Buffer out0 = ctx.buffer(std::size_t{m} * n * 4), out1 = ctx.buffer(std::size_t{m} * n * 4);
     out0.fill(vkt::kPoison32);
     out1.fill(vkt::kPoison32);
     const Ops g0 = gemm(ctx, p0.act_buf, p0.b_buf, p0.mode, out0, {.m = m, .n = n, .k = k, .k_splits = 4});
-    const Ops g1 =
-        gemm(ctx, p1.act_buf, p1.b_buf, p1.mode, out1, {.m = m, .n = n, .k = k, .k_splits = 4, .lane = lane1});
+    const Ops g1 = gemm(ctx, p1.act_buf, p1.b_buf, p1.mode, out1, {.m = m, .n = n, .k = k, .k_splits = 4});
     Recorder rec(ctx);
-    barriers = vkt::record_pair(rec, g0, g1, lane1 != 0);  // side by side: layers, then reduces
+    barriers = vkt::record_pair(rec, g0, g1, side_by_side);
+    CHECK(rec.transient_bytes() == 2 * workspace);
     rec.run();
     return std::pair{out0.download<float>(), out1.download<float>()};
   };
-  std::uint32_t one_lane = 0, two_lanes = 0;
-  const auto [a0, a1] = together(0, one_lane);
-  const auto [b0, b1] = together(1, two_lanes);
-  CHECK(one_lane == 3);   // layers 0 | reduce 0 | layers 1 (same workspace) | reduce 1
-  CHECK(two_lanes == 1);  // layers 0 and 1 | reduces
+  std::uint32_t in_turn = 0, side_by_side = 0;
+  const auto [a0, a1] = together(false, in_turn);
+  const auto [b0, b1] = together(true, side_by_side);
+  CHECK(in_turn == 2);       // layers 0 | reduce 0, layers 1 | reduce 1
+  CHECK(side_by_side == 1);  // layers 0 and 1 | reduces
   CHECK(vkt::count_bit_diffs(a0, alone0) == 0);
   CHECK(vkt::count_bit_diffs(a1, alone1) == 0);
   CHECK(vkt::count_bit_diffs(b0, alone0) == 0);
   CHECK(vkt::count_bit_diffs(b1, alone1) == 0);
   CHECK(vkt::rel_error(b1, vkt::matmul_nt(p1.act, p1.plane, m, n, k)) < 1e-5);
 
-  // the automatic choice shares the device among GEMMs side by side
+  // a GEMM whose input the first one's output is waits for it: after that
+  // barrier it takes the first's workspace (its own is smaller: K = 64 is 2
+  // layers of whole K tiles at most)
+  Buffer out = ctx.buffer(std::size_t{m} * n * 4), x16 = ctx.buffer(std::size_t{m} * n * 2);
+  Buffer chained = ctx.buffer(std::size_t{m} * n * 4), again = ctx.buffer(std::size_t{m} * n * 4);
+  const Problem p2 = make_problem(ctx, m, n, n, GemmB::plane, 33);
+  const GemmShape second{.m = m, .n = n, .k = n, .k_splits = 4};
+  Recorder chain(ctx);
+  chain.add(gemm(ctx, p0.act_buf, p0.b_buf, p0.mode, out, {.m = m, .n = n, .k = k, .k_splits = 4}));
+  chain.add(ops::cvt(ctx, out, x16, m, n, 1.0f));
+  chain.add(gemm(ctx, x16, p2.b_buf, p2.mode, chained, second));
+  CHECK(chain.transient_bytes() == workspace);
+  chain.run();
+  Recorder alone2(ctx);
+  alone2.add(gemm(ctx, x16, p2.b_buf, p2.mode, again, second));
+  alone2.run();
+  CHECK(vkt::count_bit_diffs(out.download<float>(), alone0) == 0);
+  CHECK(vkt::count_bit_diffs(chained.download<float>(), again.download<float>()) == 0);
+
+  // the automatic choice shares the device among the GEMMs of one shape that the work holds
   const GemmTile small = gemm_tile_for(ctx, 64, 64, 4096), large = gemm_tile_for(ctx, 4096, 512, 1024);
   const auto f = ctx.caps().f16_fragment();
   if (large.kernel != GemmKernel::plain && f && f->m >= 16) {

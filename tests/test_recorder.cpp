@@ -1,12 +1,15 @@
 // The Recorder: barriers exactly where the data needs them, Graph replays,
 // buffer views, VKBLR_BARRIERS-independent results, profiler output,
-// determinism and refusals.
+// determinism and refusals; branches side by side (parallel) and the
+// transients it provides.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/profiler.hpp"
@@ -201,4 +204,135 @@ GPU_TEST("the recorder refuses bad fills, copies and grids", "[recorder][errors]
   Dispatch e = ops::scale_acc(ctx, a, b, b, 1, 16, false);
   e.push_size = 4;
   CHECK_THROWS_AS(rec.add(e), Error);
+}
+
+GPU_TEST("parallel records branches step by step and pass by pass, each op under its tag", "[recorder]") {
+  if (!ctx.caps().timestamps) SKIP("device has no timestamps");
+  const std::uint32_t m = 300, k = 200;
+  Buffer a0 = ctx.upload(vkt::random_floats(std::size_t{m} * k, 11)), a1 = ctx.upload(vkt::random_floats(m * k, 12));
+  Buffer col = ctx.upload(vkt::random_floats(k, 13)), after = ctx.buffer(std::size_t{m} * k * 4);
+  // every output's words after recording the ops by `record`
+  auto run = [&](auto&& record) {
+    Buffer sum0 = ctx.upload(std::vector<float>(k, 1.0f)), sum1 = ctx.upload(std::vector<float>(k, 2.0f));
+    Buffer o1 = ctx.buffer(std::size_t{m} * k * 4), o0 = ctx.buffer(std::size_t{k} * 4);
+    const Ops r0 = ops::colsum_prod(ctx, a0, a1, sum0, m, k), r1 = ops::colsum_prod(ctx, a1, a1, sum1, m, k);
+    const Dispatch s1 = ops::scale_acc(ctx, a1, col, o1, m, k, false);
+    const Dispatch s0 = ops::scale_acc(ctx, sum0, col, o0, 1, k, false);  // reads branch 0's sum
+    record(r0, r1, s1, s0);
+    std::vector<std::uint32_t> out;
+    for (const Buffer* b : {&sum0, &sum1, &o1, &o0}) {
+      const auto v = b->download<std::uint32_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  const auto in_turn = run([&](const Ops& r0, const Ops& r1, const Dispatch& s1, const Dispatch& s0) {
+    Recorder rec(ctx);
+    rec.add(r0).add(r1).add(s1).add(s0).run();
+  });
+  Profiler& prof = ctx.profiler();
+  prof.reset();
+  prof.enable(true);
+  std::uint32_t barriers = 0;
+  const auto side_by_side = run([&](const Ops& r0, const Ops& r1, const Dispatch& s1, const Dispatch& s0) {
+    const Branch branches[] = {{{{"", r0}}, {{"", {s0}}}},  // two steps
+                               {{{"b", r1}, {"b2", {s1}}}}};   // one step of two ops
+    Recorder rec(ctx);
+    rec.tag("outer");
+    rec.parallel(branches);
+    rec.add(ops::scale_acc(ctx, a1, col, after, m, k, false));  // after the branches, under the outer tag
+    barriers = rec.barriers();
+    rec.run();
+  });
+  prof.enable(false);
+  CHECK(vkt::count_bit_diffs(side_by_side, in_turn) == 0);
+  CHECK(barriers == 2);  // first passes | second passes | s0 (reads sum0), the last
+  std::vector<std::string> order;
+  for (const ProfileEvent& e : prof.events()) order.push_back(e.tag + "/" + e.name);
+  const std::vector<std::string> want = {"outer/colsum_part",  "b/colsum_part",   "b2/scale_acc",
+                                         "outer/colsum_finish", "b/colsum_finish", "outer/scale_acc",
+                                         "outer/scale_acc"};
+  CHECK(order == want);
+  prof.reset();
+}
+
+GPU_TEST("transients: ops side by side get their own, later ops reuse them past a barrier, the graph keeps them",
+         "[recorder]") {
+  const std::uint32_t m = 300, k = 200;
+  const auto av = vkt::random_floats(std::size_t{m} * k, 21), bv = vkt::random_floats(std::size_t{m} * k, 22);
+  Buffer a = ctx.upload(av), b = ctx.upload(bv);
+  // s = Σ_rows a·b alone, to predict the sums below bit for bit
+  Buffer alone = ctx.upload(std::vector<float>(k, 0.0f));
+  Recorder first(ctx);
+  first.add(ops::colsum_prod(ctx, a, b, alone, m, k));
+  const std::uint64_t partials = first.transient_bytes();
+  CHECK(partials > 0);
+  first.run();
+  const auto s = alone.download<float>();
+
+  // one after the other: the second runs right after the first's last use
+  // of its partials (no barrier between), so it gets its own; the third
+  // comes after a barrier and takes the first's again
+  Buffer sum = ctx.upload(std::vector<float>(k, 1.0f));
+  const Ops op = ops::colsum_prod(ctx, a, b, sum, m, k);  // the same Ops, recorded three times
+  Recorder rec(ctx);
+  rec.add(op).add(op).add(op);
+  CHECK(rec.transient_bytes() == 2 * partials);
+  Graph g = rec.finish();
+  CHECK(rec.transient_bytes() == 0);
+  CHECK(g.transient_bytes() == 2 * partials);
+  g.run();
+  g.run();  // a replay, on the transients the graph kept
+  const auto got = sum.download<float>();
+  std::size_t bad = 0;
+  for (std::uint32_t c = 0; c < k; ++c) {
+    float want = 1.0f;
+    for (int i = 0; i < 6; ++i) want = want + s[c];
+    bad += got[c] != want;
+  }
+  CHECK(bad == 0);
+
+  // side by side: each branch its own
+  std::vector<Buffer> sums;
+  std::vector<Branch> branches;
+  for (int i = 0; i < 3; ++i) {
+    sums.push_back(ctx.upload(std::vector<float>(k, 0.0f)));
+    branches.push_back({{{"", ops::colsum_prod(ctx, a, b, sums.back(), m, k)}}});
+  }
+  Recorder together(ctx);
+  together.parallel(branches);
+  CHECK(together.transient_bytes() == 3 * partials);
+  CHECK(together.barriers() == 1);
+  together.run();
+  for (const Buffer& each : sums) {
+    CHECK(vkt::count_bit_diffs(each.download<std::uint32_t>(), alone.download<std::uint32_t>()) == 0);
+  }
+
+  // an op holds its transient until its last dispatch, across barriers:
+  // branch 0's partials outlive the barrier its own chain needs, and branch
+  // 1's reduction, first recorded after that barrier, gets other partials
+  Buffer held = ctx.upload(std::vector<float>(k, 0.0f)), other = ctx.upload(std::vector<float>(k, 0.0f));
+  Buffer col = ctx.upload(vkt::random_floats(k, 23)), t1 = ctx.buffer(std::size_t{m} * k * 4),
+         t2 = ctx.buffer(std::size_t{m} * k * 4), u = ctx.buffer(std::size_t{m} * k * 4);
+  const Ops reduce0 = ops::colsum_prod(ctx, a, b, held, m, k);
+  const Ops long_op = {reduce0[0], ops::scale_acc(ctx, a, col, t1, m, k, false),
+                       ops::scale_acc(ctx, t1, col, t2, m, k, false), reduce0[1]};  // a barrier before the third
+  const Ops reduce1 = ops::colsum_prod(ctx, a, a, other, m, k);  // other sums than branch 0's
+  const Ops late_op = {ops::scale_acc(ctx, b, col, u, m, k, false), ops::scale_acc(ctx, b, col, u, m, k, true),
+                       reduce1[0], reduce1[1]};
+  const Branch apart[] = {{{{"", long_op}}}, {{{"", late_op}}}};
+  Recorder across(ctx);
+  across.parallel(apart);
+  CHECK(across.transient_bytes() == 2 * partials);
+  across.run();
+  Buffer squares = ctx.upload(std::vector<float>(k, 0.0f));
+  Recorder by_itself(ctx);
+  by_itself.add(ops::colsum_prod(ctx, a, a, squares, m, k)).run();
+  CHECK(vkt::count_bit_diffs(held.download<std::uint32_t>(), alone.download<std::uint32_t>()) == 0);
+  CHECK(vkt::count_bit_diffs(other.download<std::uint32_t>(), squares.download<std::uint32_t>()) == 0);
+
+  // a transient's dispatches are recorded with their Ops, not one by one
+  Recorder single(ctx);
+  CHECK_THROWS_WITH(single.add(op.front()), Catch::Matchers::ContainsSubstring("binds a transient"));
+  CHECK(single.empty());
 }

@@ -203,24 +203,22 @@ GPU_TEST("f16 batches train bit for bit as f32 batches of the same values", "[tr
                     Catch::Matchers::ContainsSubstring("x (f16)"));
 }
 
-GPU_TEST("path_lanes 1 and 2 train a two-path layer to the same bits (split fixed); 0 is refused", "[trainer]") {
-  const vkt::HostLayer start = vkt::random_layer(kM, kN, kR, 2, 32);
-  GemmPolicy split = ctx.gemm_policy();
-  split.k_splits = 2;  // lanes change only the automatic split
-  vkt::with_gemm_policy(split, [&](Context& split_ctx) {
-    const Planted planted = make_planted(split_ctx, 31);
-    auto run = [&](std::uint32_t lanes) {
-      BlrLayer layer = make_blr_layer(split_ctx, kM, kN, kR, start.init(), false);
-      BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
-      c.train_h = c.train_l = c.train_g = true;
-      c.path_lanes = lanes;
-      BlrTrainer trainer(split_ctx, layer, kTok, c);
-      trainer.add_batch(planted.x[0], planted.target[0]);
-      for (int s = 0; s < 3; ++s) trainer.step(0, 0.02f, 1e-3f);
-      return vkt::trainer_snapshot(layer, trainer);
-    };
-    CHECK(vkt::count_bit_diffs(run(1), run(2)) == 0);
-  });
+GPU_TEST("path_lanes 1, 2 and 3 train a three-path layer to the same bits; 0 is refused", "[trainer]") {
+  const vkt::HostLayer start = vkt::random_layer(kM, kN, kR, 3, 32);
+  const Planted planted = make_planted(ctx, 31);
+  auto run = [&](std::uint32_t lanes) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;
+    c.path_lanes = lanes;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    trainer.add_batch(planted.x[0], planted.target[0]);
+    for (int s = 0; s < 3; ++s) trainer.step(0, 0.02f, 1e-3f);
+    return vkt::trainer_snapshot(layer, trainer);
+  };
+  const auto one = run(1);
+  CHECK(vkt::count_bit_diffs(run(2), one) == 0);
+  CHECK(vkt::count_bit_diffs(run(3), one) == 0);
   BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
   BlrTrainerConfig bad;
   bad.path_lanes = 0;

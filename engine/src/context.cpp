@@ -318,7 +318,6 @@ ContextImpl::~ContextImpl() { release(); }
 void ContextImpl::release() noexcept {
   if (device) vkDeviceWaitIdle(device);
   kernels_.clear();
-  scratch_.clear();
   staging_ = Buffer();
   dummy_ = Buffer();
   if (transfer_fence_) vkDestroyFence(device, transfer_fence_, nullptr);
@@ -767,14 +766,6 @@ const Kernel& ContextImpl::kernel(KernelId id, std::span<const SpecConstant> spe
     it = kernels_.emplace(std::move(key), std::make_unique<Kernel>(device, pipeline_cache, id, spec, with)).first;
   }
   return *it->second;
-}
-
-const Buffer& ContextImpl::scratch(const std::string& name, std::uint64_t bytes) {
-  auto it = scratch_.find(name);
-  if (it == scratch_.end()) it = scratch_.emplace(name, make_buffer(bytes, false, "vkblr.scratch." + name)).first;
-  require(it->second.size() >= bytes, "{}: needs {} bytes of shared scratch, which holds {}", name, bytes,
-          it->second.size());
-  return it->second;
 }
 
 VkCommandBuffer ContextImpl::allocate_command_buffer() {

@@ -53,12 +53,6 @@ class ContextImpl {
 
   const Buffer& dummy() const noexcept { return dummy_; }
 
-  // A device buffer owned by the context and shared by every op that names
-  // it (e.g. the partial sums of the column reductions). Made on first use
-  // with `bytes` and never reallocated (recorded graphs keep pointing at
-  // it): a later request for more throws Error naming `name`.
-  const Buffer& scratch(const std::string& name, std::uint64_t bytes);
-
   void add_validation_message(std::string text);
   // The one message set aside during vkCreateDevice (Context::set_aside_validation_messages).
   void set_aside_validation_message(std::string text);
@@ -104,7 +98,6 @@ class ContextImpl {
   void transfer(Fn&& fn);
 
   std::map<std::vector<std::uint32_t>, std::unique_ptr<Kernel>> kernels_;
-  std::map<std::string, Buffer> scratch_;
   Buffer staging_;
   Buffer dummy_;
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;

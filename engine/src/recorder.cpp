@@ -1,6 +1,7 @@
 #include "vkblr/recorder.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "context_impl.hpp"
 #include "vkblr/context.hpp"
@@ -31,6 +32,8 @@ struct RecordedBatch {
   // timestamps at the batch's start and end (device busy time), where the
   // queue writes timestamps
   VkQueryPool span_pool = VK_NULL_HANDLE;
+  // the transients the commands name; destroyed after the wait below
+  std::vector<Buffer> transients;
 
   explicit RecordedBatch(ContextImpl* c) : ctx(c) {
     cb = ctx->allocate_command_buffer();
@@ -117,6 +120,12 @@ struct RecordedBatch {
 
 }  // namespace detail
 
+Transient make_transient(std::uint64_t bytes) {
+  require(bytes > 0, "make_transient: 0 bytes");
+  static std::atomic<std::uint64_t> next{1};
+  return {next.fetch_add(1, std::memory_order_relaxed), bytes};
+}
+
 // ---- Graph -----------------------------------------------------------------
 
 Graph::Graph() noexcept = default;
@@ -141,6 +150,13 @@ void Graph::wait() {
 
 std::uint32_t Graph::dispatches() const noexcept { return batch_ ? batch_->dispatches : 0; }
 std::uint32_t Graph::barriers() const noexcept { return batch_ ? batch_->barriers : 0; }
+std::uint64_t Graph::transient_bytes() const noexcept {
+  std::uint64_t bytes = 0;
+  if (batch_) {
+    for (const Buffer& b : batch_->transients) bytes += b.size();
+  }
+  return bytes;
+}
 
 // ---- Recorder --------------------------------------------------------------
 
@@ -179,13 +195,35 @@ constexpr VkAccessFlags2 kWorkWrites = VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT | VK
 
 }  // namespace
 
+// The transients of one op being recorded: Transient::id -> pool index.
+struct OpTransients {
+  std::vector<std::pair<std::uint64_t, std::size_t>> held;
+
+  const std::size_t* find(std::uint64_t id) const {
+    for (const auto& [held_id, index] : held) {
+      if (held_id == id) return &index;
+    }
+    return nullptr;
+  }
+};
+
 struct Recorder::State {
+  // A transient buffer of the batch: held by an op being recorded, or free;
+  // last touched when `last_epoch` barriers had been recorded.
+  struct Pooled {
+    Buffer buffer;
+    bool held = false;
+    std::uint64_t last_epoch = 0;
+  };
+
   detail::ContextImpl* ctx;
   std::unique_ptr<detail::RecordedBatch> batch;
   std::vector<Range> reads;
   std::vector<Range> writes;
   std::string tag;
   VkPipeline bound = VK_NULL_HANDLE;
+  std::vector<Pooled> pool;
+  std::uint64_t epoch = 0;  // barriers recorded in this batch
 
   VkCommandBuffer cb() {
     if (!batch) {
@@ -206,63 +244,132 @@ struct Recorder::State {
     memory_barrier(cb(), kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
     ++batch->barriers;
     ++ctx->profiler.counters().barriers;
+    ++epoch;
     reads.clear();
     writes.clear();
+  }
+
+  // Whether the accesses conflict with unbarriered work.
+  bool conflicts(const Range* rs, const bool* is_write, std::size_t n) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (overlaps(writes, rs[i]) || (is_write[i] && overlaps(reads, rs[i]))) return true;
+    }
+    return false;
   }
 
   // Emits a barrier when the accesses conflict with unbarriered work, then
   // records them.
   void track(const Range* rs, const bool* is_write, std::size_t n) {
-    bool hazard = false;
-    for (std::size_t i = 0; i < n && !hazard; ++i) {
-      hazard = overlaps(writes, rs[i]) || (is_write[i] && overlaps(reads, rs[i]));
-    }
-    if (hazard) barrier();
+    if (conflicts(rs, is_write, n)) barrier();
     for (std::size_t i = 0; i < n; ++i) (is_write[i] ? writes : reads).push_back(rs[i]);
   }
 
   void after_command() {
     if (ctx->barriers_all) barrier();
   }
+
+  // A free pooled buffer of at least `bytes` that no unbarriered work
+  // touched (any free one when a barrier comes before the command anyway),
+  // the smallest such; else a new one. Held until release().
+  std::size_t acquire(std::uint64_t bytes, bool barrier_coming) {
+    std::size_t best = pool.size();
+    for (std::size_t i = 0; i < pool.size(); ++i) {
+      const Pooled& p = pool[i];
+      if (p.held || p.buffer.size() < bytes || (!barrier_coming && p.last_epoch == epoch)) continue;
+      if (best == pool.size() || p.buffer.size() < pool[best].buffer.size()) best = i;
+    }
+    if (best == pool.size()) pool.push_back({ctx->make_buffer(bytes, false, "vkblr.transient"), false, 0});
+    pool[best].held = true;
+    return best;
+  }
+
+  void release(OpTransients& op) {
+    for (const auto& [id, index] : op.held) pool[index].held = false;
+    op.held.clear();
+  }
+
+  // Records one dispatch of an op whose transients `op` holds (nullptr: a
+  // dispatch that binds none).
+  void record(const Dispatch& d, OpTransients* op);
 };
 
-Recorder::Recorder(Context& ctx) : s_(std::make_unique<State>()) { s_->ctx = &ctx.impl(); }
-Recorder::~Recorder() = default;
-
-Recorder& Recorder::add(const Dispatch& d) {
+void Recorder::State::record(const Dispatch& d, OpTransients* op) {
   require(d.kernel != nullptr, "Recorder::add: dispatch '{}' has no kernel", d.name);
   const detail::Kernel& k = *d.kernel;
   k.check(d);
-  const Caps& caps = s_->ctx->caps;
   for (int i = 0; i < 3; ++i) {
-    require(d.groups[i] <= caps.max_workgroup_count[i], "{}: {} workgroups along axis {} exceed the device's {}",
-            d.name, d.groups[i], i, caps.max_workgroup_count[i]);
+    require(d.groups[i] <= ctx->caps.max_workgroup_count[i], "{}: {} workgroups along axis {} exceed the device's {}",
+            d.name, d.groups[i], i, ctx->caps.max_workgroup_count[i]);
   }
-  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return *this;  // nothing to do
+  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return;  // nothing to do
+  const Caps& caps = ctx->caps;
+  const auto& slots = k.interface().bindings;
+  require(slots.size() <= kMaxBindings, "{}: kernel {} has too many bindings", d.name, k.name());
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    const Binding& b = d.bindings[i];
+    require(b.offset % caps.min_storage_buffer_offset_alignment == 0,
+            "{}: binding {} offset {} is not a multiple of the device's storage alignment {}", d.name, b.slot,
+            b.offset, caps.min_storage_buffer_offset_alignment);
+    require(b.size <= caps.max_storage_buffer_range, "{}: binding {} spans {} bytes, the device allows {}", d.name,
+            b.slot, b.size, caps.max_storage_buffer_range);
+  }
+  VkCommandBuffer cb = this->cb();
+
+  // The bound buffers: the bindings' own, or the transients the op holds.
+  // Transients it does not hold yet are placed after the hazard check of the
+  // rest: a barrier that comes anyway lets them take any free buffer.
+  std::array<VkBuffer, kMaxBindings> handles{};
+  std::array<Range, kMaxBindings> ranges{};
+  std::array<bool, kMaxBindings> is_write{};
+  std::array<bool, kMaxBindings> pending{};
+  std::array<Range, kMaxBindings> placed{};
+  std::array<bool, kMaxBindings> placed_write{};
+  std::uint32_t n_placed = 0;
+  auto place = [&](std::uint32_t i, const Buffer& buffer) {
+    handles[i] = detail::from_handle<VkBuffer>(buffer.vk_handle());
+    ranges[i] = {buffer.id(), d.bindings[i].offset, d.bindings[i].offset + d.bindings[i].size};
+  };
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    const Binding& b = d.bindings[i];
+    is_write[i] = vkblr::writes(b.access);
+    if (b.transient == 0) {
+      handles[i] = detail::from_handle<VkBuffer>(b.buffer);
+      ranges[i] = {b.buffer_id, b.offset, b.offset + b.size};
+    } else if (const std::size_t* held = op ? op->find(b.transient) : nullptr) {
+      place(i, pool[*held].buffer);
+    } else {
+      pending[i] = true;
+      continue;
+    }
+    placed[n_placed] = ranges[i];
+    placed_write[n_placed++] = is_write[i];
+  }
+  const bool barrier_coming = conflicts(placed.data(), placed_write.data(), n_placed);
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    if (!pending[i]) continue;
+    const Binding& b = d.bindings[i];
+    require(op != nullptr, "Recorder: dispatch '{}' binds a transient outside an op", d.name);
+    const std::size_t* held = op->find(b.transient);  // bound twice by this dispatch
+    if (!held) {
+      op->held.push_back({b.transient, acquire(b.offset + b.size, barrier_coming)});
+      held = &op->held.back().second;
+    }
+    place(i, pool[*held].buffer);
+  }
+  track(ranges.data(), is_write.data(), d.binding_count);
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    if (d.bindings[i].transient != 0) pool[*op->find(d.bindings[i].transient)].last_epoch = epoch;
+  }
 
   // Descriptors: every slot the kernel declares; unbound ones get the dummy.
   std::array<VkDescriptorBufferInfo, kMaxBindings> infos{};
   std::array<VkWriteDescriptorSet, kMaxBindings> writes_ds{};
-  std::array<Range, kMaxBindings> ranges{};
-  std::array<bool, kMaxBindings> is_write{};
   std::uint32_t n = 0;
-  const auto& slots = k.interface().bindings;
-  require(slots.size() <= kMaxBindings, "{}: kernel {} has too many bindings", d.name, k.name());
   for (const auto& slot : slots) {
-    const Binding* b = nullptr;
-    for (std::uint32_t i = 0; i < d.binding_count; ++i) {
-      if (d.bindings[i].slot == slot.slot) b = &d.bindings[i];
-    }
     VkDescriptorBufferInfo& info = infos[n];
-    if (b) {
-      require(b->offset % caps.min_storage_buffer_offset_alignment == 0,
-              "{}: binding {} offset {} is not a multiple of the device's storage alignment {}", d.name, b->slot,
-              b->offset, caps.min_storage_buffer_offset_alignment);
-      require(b->size <= caps.max_storage_buffer_range, "{}: binding {} spans {} bytes, the device allows {}", d.name,
-              b->slot, b->size, caps.max_storage_buffer_range);
-      info = {detail::from_handle<VkBuffer>(b->buffer), b->offset, b->size};
-    } else {
-      info = {detail::from_handle<VkBuffer>(s_->ctx->dummy().vk_handle()), 0, VK_WHOLE_SIZE};
+    info = {detail::from_handle<VkBuffer>(ctx->dummy().vk_handle()), 0, VK_WHOLE_SIZE};
+    for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+      if (d.bindings[i].slot == slot.slot) info = {handles[i], ranges[i].begin, d.bindings[i].size};
     }
     VkWriteDescriptorSet& w = writes_ds[n];
     w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
@@ -272,41 +379,73 @@ Recorder& Recorder::add(const Dispatch& d) {
     w.pBufferInfo = &info;
     ++n;
   }
-  std::uint32_t nr = 0;
-  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
-    const Binding& b = d.bindings[i];
-    ranges[nr] = {b.buffer_id, b.offset, b.offset + b.size};
-    is_write[nr] = writes(b.access);
-    ++nr;
-  }
 
-  VkCommandBuffer cb = s_->cb();
-  s_->track(ranges.data(), is_write.data(), nr);
-  const bool timed = s_->ctx->profiler.enabled() && caps.timestamps;
+  const bool timed = ctx->profiler.enabled() && caps.timestamps;
   if (timed) {
-    auto [pool, q] = s_->batch->next_query();
-    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, pool, q);
+    auto [pool_q, q] = batch->next_query();
+    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_TOP_OF_PIPE_BIT, pool_q, q);
   }
-  if (s_->bound != k.pipeline()) {
+  if (bound != k.pipeline()) {
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline());
-    s_->bound = k.pipeline();
+    bound = k.pipeline();
   }
   if (n > 0) vkCmdPushDescriptorSetKHR(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout(), 0, n, writes_ds.data());
   if (d.push_size > 0) vkCmdPushConstants(cb, k.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, d.push.data());
   vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
   if (timed) {
-    auto [pool, q] = s_->batch->next_query();
-    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, pool, q);
-    s_->batch->timed.push_back({d.name, s_->tag});
+    auto [pool_q, q] = batch->next_query();
+    vkCmdWriteTimestamp2(cb, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, pool_q, q);
+    batch->timed.push_back({d.name, tag});
   }
-  ++s_->batch->dispatches;
-  ++s_->ctx->profiler.counters().dispatches;
-  s_->after_command();
+  ++batch->dispatches;
+  ++ctx->profiler.counters().dispatches;
+  after_command();
+}
+
+Recorder::Recorder(Context& ctx) : s_(std::make_unique<State>()) { s_->ctx = &ctx.impl(); }
+Recorder::~Recorder() = default;
+
+Recorder& Recorder::add(const Dispatch& d) {
+  for (std::uint32_t i = 0; i < d.binding_count; ++i) {
+    require(d.bindings[i].transient == 0,
+            "Recorder::add: dispatch '{}' binds a transient; record its whole Ops (add(Ops) or parallel)", d.name);
+  }
+  s_->record(d, nullptr);
   return *this;
 }
 
 Recorder& Recorder::add(const Ops& ops) {
-  for (const Dispatch& d : ops) add(d);
+  OpTransients op;
+  for (const Dispatch& d : ops) s_->record(d, &op);
+  s_->release(op);
+  return *this;
+}
+
+Recorder& Recorder::parallel(std::span<const Branch> branches) {
+  const std::string outer = s_->tag;
+  std::size_t steps = 0;
+  for (const Branch& b : branches) steps = std::max(steps, b.size());
+  for (std::size_t t = 0; t < steps; ++t) {
+    std::vector<const TaggedOps*> ops;  // step t of every branch, in order
+    for (const Branch& b : branches) {
+      if (t < b.size()) {
+        for (const TaggedOps& o : b[t]) ops.push_back(&o);
+      }
+    }
+    std::vector<OpTransients> held(ops.size());
+    std::size_t passes = 0;
+    for (const TaggedOps* o : ops) passes = std::max(passes, o->ops.size());
+    for (std::size_t pass = 0; pass < passes; ++pass) {
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const Ops& own = ops[i]->ops;
+        if (pass >= own.size()) continue;
+        s_->tag = ops[i]->tag.empty() ? outer : ops[i]->tag;
+        s_->record(own[pass], &held[i]);
+        if (pass + 1 == own.size()) s_->release(held[i]);
+      }
+    }
+  }
+  s_->tag = outer;
   return *this;
 }
 
@@ -363,6 +502,11 @@ Recorder& Recorder::tag(std::string name) {
 
 std::uint32_t Recorder::dispatches() const noexcept { return s_->batch ? s_->batch->dispatches : 0; }
 std::uint32_t Recorder::barriers() const noexcept { return s_->batch ? s_->batch->barriers : 0; }
+std::uint64_t Recorder::transient_bytes() const noexcept {
+  std::uint64_t bytes = 0;
+  for (const State::Pooled& p : s_->pool) bytes += p.buffer.size();
+  return bytes;
+}
 bool Recorder::empty() const noexcept { return !s_->batch; }
 
 void Recorder::run() {
@@ -379,6 +523,9 @@ Graph Recorder::finish() {
   s_->reads.clear();
   s_->writes.clear();
   s_->tag.clear();
+  for (State::Pooled& p : s_->pool) s_->batch->transients.push_back(std::move(p.buffer));
+  s_->pool.clear();
+  s_->epoch = 0;
   return Graph(std::move(s_->batch));
 }
 

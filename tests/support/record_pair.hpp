@@ -1,5 +1,6 @@
 // record_pair.hpp — records two independent two-pass ops (split-K GEMMs,
-// column reductions) for the scratch-lane tests.
+// column reductions) one after the other or side by side, for the tests of
+// their transients.
 #pragma once
 
 #include <catch2/catch_test_macros.hpp>
@@ -9,13 +10,15 @@
 
 namespace vkt {
 
-// Records `a` then `b` (one after the other), or with `side_by_side` both
-// first passes, then both second passes; returns the batch's barriers.
+// Records `a` then `b`, or with `side_by_side` both as branches of
+// Recorder::parallel (both first passes, then both second passes); returns
+// the batch's barriers.
 inline std::uint32_t record_pair(vkblr::Recorder& rec, const vkblr::Ops& a, const vkblr::Ops& b, bool side_by_side) {
   REQUIRE(a.size() == 2);
   REQUIRE(b.size() == 2);
   if (side_by_side) {
-    rec.add(a[0]).add(b[0]).add(a[1]).add(b[1]);
+    const vkblr::Branch branches[] = {{{{"", a}}}, {{{"", b}}}};
+    rec.parallel(branches);
   } else {
     rec.add(a).add(b);
   }

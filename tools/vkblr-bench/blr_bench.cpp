@@ -74,6 +74,8 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
       }
       res.dispatches = per_step.empty() ? 0 : per_step[0];
       res.barriers = rec.barriers() / std::max(1u, o.reps);
+      res.lane_bytes = shared.lane_bytes();
+      res.transient_bytes = rec.transient_bytes();  // reused from step to step
       vkblr::Graph profiled = rec.finish();
       prof.enable(false);
       warm_up(o.warmup, [&] { profiled.run(); });
@@ -135,6 +137,8 @@ std::string format_blr_result(const BlrResult& r) {
                    r.span.median_ms > 0 ? 100.0 * (1.0 - r.busy.median_ms / r.span.median_ms) : 0.0, r.dispatches,
                    r.barriers);
   for (const auto& [k, v] : r.share) s += std::format(" {} {:.0f}%", k, 100 * v);
+  s += std::format("; memory {:.1f} MiB per lane, transients {:.1f} MiB", static_cast<double>(r.lane_bytes) / (1 << 20),
+                   static_cast<double>(r.transient_bytes) / (1 << 20));
   if (r.torch_compile_ms > 0) {
     s += std::format("; torch.compile {:.2f} ms = {:.2f}x", r.torch_compile_ms, r.torch_compile_ms / r.replay_ms);
   }
@@ -156,6 +160,8 @@ nlohmann::json to_json(const BlrResult& r) {
   j["share"] = r.share;
   j["dispatches"] = r.dispatches;
   j["barriers"] = r.barriers;
+  j["lane_bytes"] = r.lane_bytes;
+  j["transient_bytes"] = r.transient_bytes;
   j["per_name_ms"] = r.per_name_ms;
   j["reps"] = r.span.reps;
   if (r.torch_compile_ms > 0) {

@@ -37,6 +37,9 @@ struct BlrResult {
   std::map<std::string, double> share;  // fraction of busy time per class: gemm, sign gemm, reductions, elementwise
   std::uint32_t dispatches = 0, barriers = 0;
   std::uint32_t lanes = 0;      // BlrShared lanes the step ran with
+  // memory per lane: the BlrShared buffers of one lane; and the Recorder's
+  // transients of the step (all its lanes together)
+  std::uint64_t lane_bytes = 0, transient_bytes = 0;
   double torch_compile_ms = 0;  // PyTorch 2.11 torch.compile on the H200 (issue 5)
   std::map<std::string, double> per_name_ms;  // per step: GPU time of each dispatch name
 };

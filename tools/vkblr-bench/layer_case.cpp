@@ -62,7 +62,12 @@ MemoryNeed layer_memory(const vkblr::Context& ctx, const LayerCase& c, bool sign
   add(lanes_used, round32(m) * t32 * 2);
   add(lanes_used, round32(n) * t32 * 2);
   add(lanes_used, 2 * round32(r) * t32 * 2);
-  // split-K workspaces [s][M][N] of the layer's GEMMs, one per lane
+  // the Recorder's transients, one per lane: the column reductions'
+  // partials [blocks][k] (blocks of at least 64 rows, at most 256 blocks) and
+  // the split-K workspaces [s][M][N] of the layer's GEMMs, s chosen for all
+  // the layer's paths
+  const double blocks = std::ceil(t / std::max(64.0, std::ceil(t / 256)));
+  add(lanes_used, blocks * std::max({m, n, r}) * 4);
   std::vector<std::array<std::uint32_t, 3>> gemms = {
       {c.ntok, c.r, c.n}, {c.ntok, c.m, c.r}, {c.ntok, c.r, c.m}, {c.ntok, c.n, c.r}};
   if (sign_grads) {
@@ -72,7 +77,7 @@ MemoryNeed layer_memory(const vkblr::Context& ctx, const LayerCase& c, bool sign
   }
   for (const auto& [gm, gn, gk] : gemms) {
     const vkblr::GemmTile tile = vkblr::gemm_tile_for(ctx, gm, gn, gk);
-    const double splits = vkblr::gemm_splits_for(ctx, tile, gm, gn, gk, static_cast<std::uint32_t>(lanes_used));
+    const double splits = vkblr::gemm_splits_for(ctx, tile, gm, gn, gk, c.paths);
     if (splits > 1) add(lanes_used, splits * gm * gn * 4);
   }
   // host: every path's init at once, then the scale values and zeros

@@ -85,8 +85,9 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
 
 // One lane of transients: what one path's forward and backward pass from op
 // to op. Each path of a layer uses one lane; paths in different lanes are
-// recorded side by side (their dispatches between the same barriers), so
-// small GEMMs and reductions of two paths fill the device together.
+// recorded side by side (Recorder::parallel: their dispatches between the
+// same barriers), so small GEMMs and reductions of two paths fill the device
+// together.
 struct BlrLane {
   Buffer xh;  // f16 [ntok][max(m, n, r)]: the GEMMs' staged activation
   Buffer t1;  // f32 [ntok][n]: dx' of a path
@@ -102,15 +103,18 @@ struct BlrLane {
 // paths run side by side (paths 0..lanes-1 together, then the next group).
 // Lanes are allocated as the layers need them: one here, more when a
 // BlrScratch is made for a layer of more paths (up to max_lanes). Each lane
-// costs its transients here and its own context scratch (column-sum
-// partials, split-K workspaces: scratch lanes 0..2·lanes-1). max_lanes = 1
-// records path after path. The lanes change the automatic split-K choice
-// (GemmShape::side_by_side); for a fixed split the bits are the same.
+// costs its transients here (lane_bytes), and the ops' own transients
+// (column-sum partials, split-K workspaces) are provided by the Recorder for
+// every path side by side (Graph::transient_bytes). max_lanes = 1 records
+// path after path, with the least memory. The lanes change only the order
+// of recording: every lane count gives the same bits.
 struct BlrShared {
   BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r,
             std::uint32_t max_lanes = 2);
   // Allocates lanes up to min(max_lanes, paths); BlrScratch calls it.
   void reserve_lanes(Context& ctx, std::size_t paths);
+  // Bytes of one lane's buffers.
+  std::uint64_t lane_bytes() const noexcept;
 
   std::uint32_t ntok, m, n, r, max_lanes;
   std::vector<BlrLane> lanes;  // allocated so far: 1 .. max_lanes

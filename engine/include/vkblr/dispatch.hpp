@@ -7,6 +7,12 @@
 // Recorder records it. The declared accesses drive the Recorder's barriers,
 // so they must be true; kernel creation checks them against the shader
 // (a binding the shader writes may not be declared read).
+//
+// A binding may name a Transient instead of a buffer: memory that an op
+// needs only while its own dispatches run (a split-K workspace, the partial
+// sums of a reduction). The Recorder provides it when it records the op's
+// Ops, and gives the same memory to later ops once it has proved this use
+// finished (vkblr/recorder.hpp, "Transients").
 #pragma once
 
 #include <array>
@@ -30,14 +36,28 @@ enum class Access : std::uint8_t { read = 1, write = 2, read_write = 3 };
 constexpr bool writes(Access a) noexcept { return (static_cast<unsigned>(a) & 2u) != 0; }
 constexpr bool reads(Access a) noexcept { return (static_cast<unsigned>(a) & 1u) != 0; }
 
+// Scratch memory of one op, named by its builder and bound in the op's
+// dispatches like a buffer; the Recorder provides `bytes` bytes (contents
+// undefined) for as long as the op's Ops are being recorded. Only the Ops
+// that made it may bind it: the same id in two ops recorded apart names two
+// unrelated buffers.
+struct Transient {
+  std::uint64_t id = 0;  // unique in the process; 0 = none
+  std::uint64_t bytes = 0;
+};
+
+// A new Transient of `bytes` > 0 bytes (Error otherwise).
+Transient make_transient(std::uint64_t bytes);
+
 // A buffer range bound to one binding slot of a kernel.
 struct Binding {
   std::uint32_t slot = 0;
   Access access = Access::read;
-  std::uint64_t buffer = 0;  // VkBuffer
+  std::uint64_t buffer = 0;  // VkBuffer (0 while a transient is not provided yet)
   std::uint64_t buffer_id = 0;
   std::uint64_t offset = 0;  // in the underlying allocation (a view's offset included)
   std::uint64_t size = 0;    // bytes from offset
+  std::uint64_t transient = 0;  // nonzero: the Transient::id this binding names
 };
 
 inline constexpr std::size_t kMaxBindings = 16;
@@ -69,13 +89,27 @@ struct Dispatch {
     if (size == kWholeBuffer) size = b.size() - offset;
     require(offset + size <= b.size(), "{}: binding {} range {}+{} past the buffer's {} bytes", name, slot, offset,
             size, b.size());
-    bindings[binding_count++] = Binding{slot, access, b.vk_handle(), b.id(), b.offset() + offset, size};
+    bindings[binding_count++] = Binding{slot, access, b.vk_handle(), b.id(), b.offset() + offset, size, 0};
+    return *this;
+  }
+
+  // Binds [offset, offset + size) of a transient (whole rest by default).
+  Dispatch& bind(std::uint32_t slot, const Transient& t, Access access, std::uint64_t offset = 0,
+                 std::uint64_t size = kWholeBuffer) {
+    require(t.id != 0, "{}: binding {} is an empty transient", name, slot);
+    require(offset < t.bytes, "{}: binding {} offset {} past the transient's {} bytes", name, slot, offset, t.bytes);
+    require(binding_count < kMaxBindings, "{}: more than {} bindings", name, kMaxBindings);
+    if (size == kWholeBuffer) size = t.bytes - offset;
+    require(offset + size <= t.bytes, "{}: binding {} range {}+{} past the transient's {} bytes", name, slot, offset,
+            size, t.bytes);
+    bindings[binding_count++] = Binding{slot, access, 0, 0, offset, size, t.id};
     return *this;
   }
 };
 
 // Some ops are several dispatches (a two-pass reduction, a GEMM with a
-// split-K reduction); builders then return Ops, recorded in order.
+// split-K reduction); builders then return Ops, recorded in order and
+// together (the lifetime of the op's transients).
 using Ops = std::vector<Dispatch>;
 
 }  // namespace vkblr

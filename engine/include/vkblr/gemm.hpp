@@ -34,17 +34,15 @@
 //
 // Split-K: where an output has too few tiles to fill the device and K is
 // long (the sign gradients: tokens as K), the K range is cut into s layers
-// that run side by side, each writing its product into a context scratch
-// workspace [s][m][n] f32, and a second dispatch (gemm_splitk_reduce) sums
-// the layers in order and applies oscale / accumulate. Deterministic for a
-// given s; results differ from s = 1 only by f32 summation order.
+// that run side by side, each writing its product into a workspace
+// [s][m][n] f32, and a second dispatch (gemm_splitk_reduce) sums the layers
+// in order and applies oscale / accumulate. Deterministic for a given s;
+// results differ from s = 1 only by f32 summation order.
 // GemmPolicy::k_splits = s forces s for every automatic choice.
 //
-// Scratch lanes: the split-K workspace (and the expanded plane without
-// bitmap staging) is a context scratch buffer per size and per
-// GemmShape::lane. GEMMs of one lane that need the same size share it, so the Recorder puts
-// a barrier between them; GEMMs in different lanes can run side by side.
-// Each lane in use costs its own workspaces.
+// The split-K workspace (and the expanded plane without bitmap staging) is
+// a transient of the GEMM's Ops (vkblr/dispatch.hpp): the Recorder provides
+// it, one per GEMM of those recorded side by side (Recorder::parallel).
 #pragma once
 
 #include <cstdint>
@@ -67,15 +65,10 @@ struct GemmShape {
   std::uint32_t ocol = 0;  // first out column written
   float oscale = 1.0f;
   bool accumulate = false;  // out += product
-  // Split-K layers: 0 = automatic (gemm_splits_for), 1 = none, s > 1 = K cut
-  // into s ranges of whole K tiles (fewer when K has fewer tiles).
+  // Split-K layers: 0 = automatic (gemm_splits_for with gemms = 1), 1 =
+  // none, s > 1 = K cut into s ranges of whole K tiles (fewer when K has
+  // fewer tiles).
   std::uint32_t k_splits = 0;
-  // Scratch lane of the split-K workspace / expanded plane (see above).
-  std::uint32_t lane = 0;
-  // GEMMs of about this size the caller records to run side by side (in
-  // different lanes, between the same barriers), this one included: the
-  // automatic split-K fills the device with all of them, not this one alone.
-  std::uint32_t side_by_side = 1;
 };
 
 // Whether the device runs `kernel` (coopmat2: VK_NV_cooperative_matrix2
@@ -91,11 +84,14 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
 GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, GemmKernel kernel);
 // The split-K layers vkblr uses for this shape and tile (the policy's
 // k_splits honoured): on devices with 16-wide fragments,
-// 256 / (tiles · side_by_side) rounded (about two workgroups per
-// multiprocessor of a large GPU, shared by the GEMMs that run together),
-// each layer at least 512 of K; elsewhere 1.
+// 256 / (tiles · gemms) rounded (about two workgroups per multiprocessor of
+// a large GPU), each layer at least 512 of K; elsewhere 1. `gemms`: the
+// independent GEMMs of this shape in the caller's work (the paths of a blr
+// layer), which may share the device: the split fills it with all of them.
+// A property of the work, not of how it is recorded, so that the bits do not
+// depend on how many run side by side.
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
-                              std::uint32_t k, std::uint32_t side_by_side = 1);
+                              std::uint32_t k, std::uint32_t gemms = 1);
 // Throws Error when `tile` cannot run on this device (shared memory,
 // invocations, divisibility), naming the broken rule.
 void check_gemm_tile(const Context& ctx, const GemmTile& tile);

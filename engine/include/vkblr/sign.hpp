@@ -179,11 +179,12 @@ class SignMatrix {
 };
 
 // The steps of several sign matrices (distinct, each with its gradient
-// gradients[i], as record_step takes it), recorded phase by phase: every
-// matrix's first dispatch, then every matrix's second, ... The dispatches
-// and their results are record_step's for each matrix, bit for bit; the
-// barriers between phases are shared, so the small dispatches of the flip
-// budget's selection run side by side instead of one matrix after another.
+// gradients[i], as record_step takes it), side by side: one branch of
+// Recorder::parallel per matrix, a step per phase of its dispatches. The
+// dispatches and their results are record_step's for each matrix, bit for
+// bit; the barriers between phases are shared, so the small dispatches of
+// the flip budget's selection run side by side instead of one matrix after
+// another.
 // Throws Error as record_step, or for sizes that differ or a null entry.
 void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const> matrices,
                        std::span<const Buffer* const> gradients, const SignStep& step);

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "../ops/op_util.hpp"
-#include "side_by_side.hpp"
+#include "path_gemm.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/colsum.hpp"
@@ -16,7 +16,7 @@ namespace {
 
 std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
 
-// A path's backward steps, in order (record_paths).
+// A path's backward steps, in order (Recorder::parallel).
 enum Step : std::size_t { kDh, kB, kDl, kDxp, kDg, kGv, kSteps };
 
 // sum[k] += Σ_t a⊙b with `fuse` on the operand it names, and, when
@@ -33,16 +33,16 @@ struct Transposed {
 };
 
 Ops reduce(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t ntok, std::uint32_t k,
-           const ops::Fuse& fuse, const Transposed* transposed, bool allow_fusion, std::uint32_t lane) {
+           const ops::Fuse& fuse, const Transposed* transposed, bool allow_fusion) {
   if (allow_fusion && transposed && ops::colsum_fused_t_fits(ntok, k)) {
-    return ops::colsum_fused_t(ctx, a, b, sum, ntok, k, fuse, *transposed->dst, lane);
+    return ops::colsum_fused_t(ctx, a, b, sum, ntok, k, fuse, *transposed->dst);
   }
   Ops out;
   auto append = [&out](Ops more) { out.insert(out.end(), more.begin(), more.end()); };
   if (allow_fusion) {
-    append(ops::colsum_fused(ctx, a, b, sum, ntok, k, fuse, lane));
+    append(ops::colsum_fused(ctx, a, b, sum, ntok, k, fuse));
   } else {
-    append(ops::colsum_prod(ctx, a, b, sum, ntok, k, lane));
+    append(ops::colsum_prod(ctx, a, b, sum, ntok, k));
     switch (fuse.kind) {
       case ops::Fuse::Kind::cvt_a:
         append({ops::cvt_col(ctx, a, *fuse.col, *fuse.dst, ntok, k, fuse.scale)});
@@ -80,56 +80,48 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
   const float gs = o.gscale, inv = 1.0f / o.gscale;
   BlrShared& sh = *s.shared;
 
-  // Paths go in groups of the shared lanes; within a group each step's ops
-  // are recorded side by side. Scratch lanes: path lane L reduces in colsum
-  // lane L, its blr GEMMs use GEMM lane L and its sign GEMMs lane lanes + L.
+  // Paths go in groups of the shared lanes, each group's paths side by side
+  // (each on its lane's transients).
   const std::size_t np = layer.paths.size();
+  const auto paths = static_cast<std::uint32_t>(np);
   const std::size_t lanes = sh.lanes.size();
   for (std::size_t first = 0; first < np; first += lanes) {
-    std::vector<detail::PathSteps> steps;
-    const std::size_t last = std::min(np, first + lanes);
-    const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
-    for (std::size_t p = first; p < last; ++p) {
-      const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
-      const std::uint32_t sign_lane = static_cast<std::uint32_t>(lanes) + lane;
+    std::vector<Branch> group;
+    for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
       const BlrPath& path = layer.paths[p];
-      const BlrLane& t = sh.lanes[lane];
+      const BlrLane& t = sh.lanes[p - first];
       const bool sign = o.sign_grads && path.g_u && path.g_v;
-      detail::PathSteps& st = steps.emplace_back(kSteps);
+      Branch& st = group.emplace_back(kSteps);
       // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
       const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
       st[kDh].push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
-                                    sign ? &dyh : nullptr, o.fuse, lane)});
+                                    sign ? &dyh : nullptr, o.fuse)});
       // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
       st[kB].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
-                                 {.m = ntok, .n = r, .k = m, .oscale = inv, .lane = lane, .side_by_side = group})});
+                                 detail::path_gemm(ctx, paths, {.m = ntok, .n = r, .k = m, .oscale = inv}))});
       // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
       const Transposed bl{&t.bl_t, &t.t2, &path.l, gs};
       st[kDl].push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
-                                    sign ? &bl : nullptr, o.fuse, lane)});
+                                    sign ? &bl : nullptr, o.fuse)});
       // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
       st[kDxp].push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
-                                   {.m = ntok, .n = n, .k = r, .oscale = inv, .lane = lane, .side_by_side = group})});
+                                   detail::path_gemm(ctx, paths, {.m = ntok, .n = n, .k = r, .oscale = inv}))});
       // dg += Σ x⊙dx'; dx (+)= g⊙dx' (path order: one pass of every path's
       // reduction writes dx); (x⊙g)ᵀ
       const Transposed xg{&t.xg_t, &x, &path.g, 1.0f};
       st[kDg].push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
-                                    sign ? &xg : nullptr, o.fuse, lane)});
+                                    sign ? &xg : nullptr, o.fuse)});
       if (!sign) continue;
       // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K;
       // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
       st[kDh].push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
-      st[kB].push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u,
-                                     {.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv,
-                                      .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
-                                      .side_by_side = group})});
+      const GemmShape gu{.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
+      st[kB].push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u, detail::path_gemm(ctx, paths, gu))});
       // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
-      st[kGv].push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v,
-                                      {.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv,
-                                       .accumulate = o.accumulate_sign_grads, .lane = sign_lane,
-                                       .side_by_side = group})});
+      const GemmShape gv{.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
+      st[kGv].push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v, detail::path_gemm(ctx, paths, gv))});
     }
-    detail::record_paths(rec, steps);
+    rec.parallel(group);
   }
 }
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "../ops/op_util.hpp"
-#include "side_by_side.hpp"
+#include "path_gemm.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/cvt.hpp"
@@ -11,8 +11,8 @@
 namespace vkblr {
 namespace {
 
-// A path's forward steps, in order (record_paths).
-enum Step : std::size_t { kStage, kA, kStageA, kC, kY, kSteps };
+// A path's forward steps, in order (Recorder::parallel).
+enum Step : std::size_t { kStage, kA, kStageA, kC, kSteps };
 
 void check_call(const char* op, const BlrLayer& layer, const BlrScratch& s, std::uint32_t ntok) {
   layer.check(op);
@@ -24,22 +24,20 @@ void check_call(const char* op, const BlrLayer& layer, const BlrScratch& s, std:
 
 // The forward after each path's input is staged (xin[p], or the lane's xh
 // staged here when xin is empty). Paths go in groups of the shared lanes,
-// the ops of a group side by side; y is written in path order.
+// each group's paths side by side; then y in path order.
 void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer* x,
                    std::span<const Buffer* const> xin, const Buffer& y, std::uint32_t ntok) {
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::size_t np = layer.paths.size();
+  const auto paths = static_cast<std::uint32_t>(np);
   BlrShared& sh = *s.shared;
   const std::size_t lanes = sh.lanes.size();
   for (std::size_t first = 0; first < np; first += lanes) {
-    const std::size_t last = std::min(np, first + lanes);
-    const auto group = static_cast<std::uint32_t>(last - first);  // paths side by side
-    std::vector<detail::PathSteps> steps;
-    for (std::size_t p = first; p < last; ++p) {
-      const std::uint32_t lane = static_cast<std::uint32_t>(p - first);
+    std::vector<Branch> group;
+    for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
       const BlrPath& path = layer.paths[p];
-      const BlrLane& t = sh.lanes[lane];
-      detail::PathSteps& st = steps.emplace_back(kSteps);
+      const BlrLane& t = sh.lanes[p - first];
+      Branch& st = group.emplace_back(kSteps);
       const Buffer* input = &t.xh;
       if (xin.empty()) {
         st[kStage].push_back({"", {ops::cvt_col(ctx, *x, path.g, t.xh, ntok, n, 1.0f)}});
@@ -48,17 +46,22 @@ void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratc
       }
       // a = (x⊙g)·S_V: B[r][n] = S_Vᵀ, the bitmap [n][r/32] read transposed
       st[kA].push_back({"", gemm(ctx, *input, path.bits_v, GemmB::bits_t, s.a[p],
-                                 {.m = ntok, .n = r, .k = n, .lane = lane, .side_by_side = group})});
+                                 detail::path_gemm(ctx, paths, {.m = ntok, .n = r, .k = n}))});
       st[kStageA].push_back({"", {ops::cvt_col(ctx, s.a[p], path.l, t.xh, ntok, r, 1.0f)}});
       // c = (a⊙ℓ)·S_Uᵀ: B[m][r] = S_U, the bitmap's own rows
       st[kC].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_n, s.c[p],
-                                 {.m = ntok, .n = m, .k = r, .lane = lane, .side_by_side = group})});
-      // y (+)= h⊙c in path order (two paths: one scale_acc2 after both)
-      if (np != 2) st[kY].push_back({"", {ops::scale_acc(ctx, s.c[p], path.h, y, ntok, m, p > 0)}});
+                                 detail::path_gemm(ctx, paths, {.m = ntok, .n = m, .k = r}))});
     }
-    detail::record_paths(rec, steps);
+    rec.parallel(group);
   }
-  if (np == 2) rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], layer.paths[1].h, y, ntok, m));
+  // y = Σ_p h_p⊙c_p in path order: paths 0 and 1 in one scale_acc2 (the
+  // rounding of two scale_accs), each further path added by a scale_acc
+  std::size_t p = 0;
+  if (np >= 2) {
+    rec.add(ops::scale_acc2(ctx, s.c[0], layer.paths[0].h, s.c[1], layer.paths[1].h, y, ntok, m));
+    p = 2;
+  }
+  for (; p < np; ++p) rec.add(ops::scale_acc(ctx, s.c[p], layer.paths[p].h, y, ntok, m, p > 0));
 }
 
 }  // namespace

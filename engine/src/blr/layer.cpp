@@ -121,6 +121,13 @@ void BlrShared::reserve_lanes(Context& ctx, std::size_t paths) {
   }
 }
 
+std::uint64_t BlrShared::lane_bytes() const noexcept {
+  const BlrLane& l = lanes.front();
+  std::uint64_t bytes = 0;
+  for (const Buffer* b : {&l.xh, &l.t1, &l.t2, &l.dyh_t, &l.xg_t, &l.al_t, &l.bl_t}) bytes += b->size();
+  return bytes;
+}
+
 BlrScratch::BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared_) : ntok(shared_.ntok), shared(&shared_) {
   layer.check("BlrScratch");
   require(layer.m <= shared_.m && layer.n <= shared_.n && layer.r <= shared_.r,

@@ -204,14 +204,14 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
 }
 
 std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uint32_t m, std::uint32_t n,
-                              std::uint32_t k, std::uint32_t side_by_side) {
+                              std::uint32_t k, std::uint32_t gemms) {
   if (const std::optional<std::uint32_t> forced = ctx.gemm_policy().k_splits) return *forced;
   const auto f = ctx.caps().f16_fragment();
   if (tile.kernel == GemmKernel::plain || !f || f->m < 16) return 1;
   const std::uint64_t tiles =
-      std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn) * std::max(1u, side_by_side);
+      std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn) * std::max(1u, gemms);
   // Split K until about kTargetGroups workgroups run, each layer at least
-  // kMinLayerK deep; GEMMs side by side count together (the split-K sweeps
+  // kMinLayerK deep; the caller's GEMMs of this shape count together (the split-K sweeps
   // in docs/benchmarks.md, "GEMM" and "blr layer step")
   constexpr std::uint64_t kTargetGroups = 256, kMinLayerK = 512;
   const std::uint64_t by_groups = std::max<std::uint64_t>(1, (kTargetGroups + tiles / 2) / tiles);
@@ -219,60 +219,20 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
   return static_cast<std::uint32_t>(std::min(by_groups, by_k));
 }
 
-Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
-         const GemmTile* forced_tile) {
-  const char* op = "gemm";
-  const std::uint32_t m = detail::dim(op, "m", shape.m);
-  const std::uint32_t n = detail::dim(op, "n", shape.n);
-  const std::uint32_t k = detail::dim(op, "k", shape.k);
-  require(n % 16 == 0, "gemm: n = {} is not a multiple of 16", n);
-  require(k % 16 == 0, "gemm: k = {} is not a multiple of 16", k);
-  require(mode != GemmB::bits_n || k % 32 == 0, "gemm (bits_n): k = {} is not a multiple of 32", k);
-  require(mode != GemmB::bits_t || n % 32 == 0, "gemm (bits_t): n = {} is not a multiple of 32", n);
-  const std::uint32_t lda = shape.lda ? shape.lda : k;
-  const std::uint32_t ldo = shape.ldo ? shape.ldo : n;
-  require(lda >= k && lda % 8 == 0, "gemm: lda = {} must be >= k = {} and a multiple of 8", lda, k);
-  require(std::uint64_t{shape.ocol} + n <= ldo, "gemm: columns {}..{} exceed ldo = {}", shape.ocol,
-          std::uint64_t{shape.ocol} + n, ldo);
-  detail::elements_fit(op, std::uint64_t{m} * lda);
-  detail::elements_fit(op, std::uint64_t{m} * ldo);
-  detail::need_bytes(op, "act", act, (std::uint64_t{m - 1} * lda + k) * 2);
-  detail::need_bytes(op, "out", out, (std::uint64_t{m - 1} * ldo + shape.ocol + n) * 4);
-  std::uint32_t ldb = 0;
-  switch (mode) {
-    case GemmB::plane:
-      ldb = k;
-      detail::need_bytes(op, "plane", b, std::uint64_t{n} * k * 2);
-      break;
-    case GemmB::bits_n:
-      ldb = k / 32;
-      detail::need_bytes(op, "bitmap (bits_n)", b, std::uint64_t{n} * ldb * 4);
-      break;
-    case GemmB::bits_t:
-      ldb = n / 32;
-      detail::need_bytes(op, "bitmap (bits_t)", b, std::uint64_t{k} * ldb * 4);
-      break;
-  }
+namespace {
 
-  // Without bitmap staging (GemmPolicy::bitmap_staging): the bitmap becomes
-  // an f16 plane [n][k] in a context scratch buffer first (expand_n of
-  // bits_n, expand_t of bits_t), then the plane GEMM runs with the same
-  // tile: the same products, the same bits.
-  if (mode != GemmB::plane && !ctx.gemm_policy().bitmap_staging) {
-    const std::uint64_t bytes = std::uint64_t{n} * k * 2;
-    const std::string name = "gemm_expanded_" + std::to_string(bytes);
-    const Buffer& plane = detail::lane_scratch(ctx, name, shape.lane, bytes);
-    Ops ops{mode == GemmB::bits_n ? ops::expand_n(ctx, b, plane, n, k) : ops::expand_t(ctx, b, plane, k, n)};
-    for (Dispatch& d : gemm(ctx, act, plane, GemmB::plane, out, shape, forced_tile)) ops.push_back(d);
-    return ops;
-  }
-
+// The GEMM's dispatches for a checked shape, with B (a buffer, or the
+// transient plane of an expanded bitmap) bound in `mode`.
+template <class B>
+Ops gemm_dispatches(Context& ctx, const Buffer& act, const B& b, GemmB mode, const Buffer& out, const GemmShape& shape,
+                    const GemmTile* forced_tile, std::uint32_t lda, std::uint32_t ldo, std::uint32_t ldb) {
+  const std::uint32_t m = shape.m, n = shape.n, k = shape.k;
   const GemmTile tile = forced_tile ? *forced_tile : gemm_tile_for(ctx, m, n, k);
   check_gemm_tile(ctx, tile);
   const Caps& caps = ctx.caps();
   const std::uint32_t wg = workgroup_size(caps, tile);
   // Split-K (set up after the dispatch below): layers of whole K tiles; one layer is the plain GEMM.
-  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k, shape.side_by_side);
+  const std::uint32_t asked = shape.k_splits ? shape.k_splits : gemm_splits_for(ctx, tile, m, n, k);
   require(asked <= 64, "gemm: k_splits = {} (at most 64)", asked);
   const std::uint32_t k_tiles = detail::ceil_div(k, tile.bk);
   const std::uint32_t k_split = detail::ceil_div(k_tiles, std::min(asked, k_tiles)) * tile.bk;
@@ -344,8 +304,7 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   }
   const std::uint64_t layer_floats = std::uint64_t{m} * n;
   const std::uint64_t bytes = splits * layer_floats * 4;
-  const std::string ws_name = "gemm_splitk_" + std::to_string(bytes);
-  const Buffer& ws = detail::lane_scratch(ctx, ws_name, shape.lane, bytes);
+  const Transient ws = make_transient(bytes);  // the layers' products [splits][m][n]
   GemmPush layers = p;
   layers.ldo = n;
   layers.ocol = 0;
@@ -362,6 +321,58 @@ Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buf
   reduce.set_push(r).bind(0, ws, Access::read).bind(3, out, shape.accumulate ? Access::read_write : Access::write);
   reduce.groups = detail::elt_grid(layer_floats / 4, "gemm_splitk_reduce");
   return {d, reduce};
+}
+
+}  // namespace
+
+Ops gemm(Context& ctx, const Buffer& act, const Buffer& b, GemmB mode, const Buffer& out, const GemmShape& shape,
+         const GemmTile* forced_tile) {
+  const char* op = "gemm";
+  const std::uint32_t m = detail::dim(op, "m", shape.m);
+  const std::uint32_t n = detail::dim(op, "n", shape.n);
+  const std::uint32_t k = detail::dim(op, "k", shape.k);
+  require(n % 16 == 0, "gemm: n = {} is not a multiple of 16", n);
+  require(k % 16 == 0, "gemm: k = {} is not a multiple of 16", k);
+  require(mode != GemmB::bits_n || k % 32 == 0, "gemm (bits_n): k = {} is not a multiple of 32", k);
+  require(mode != GemmB::bits_t || n % 32 == 0, "gemm (bits_t): n = {} is not a multiple of 32", n);
+  const std::uint32_t lda = shape.lda ? shape.lda : k;
+  const std::uint32_t ldo = shape.ldo ? shape.ldo : n;
+  require(lda >= k && lda % 8 == 0, "gemm: lda = {} must be >= k = {} and a multiple of 8", lda, k);
+  require(std::uint64_t{shape.ocol} + n <= ldo, "gemm: columns {}..{} exceed ldo = {}", shape.ocol,
+          std::uint64_t{shape.ocol} + n, ldo);
+  detail::elements_fit(op, std::uint64_t{m} * lda);
+  detail::elements_fit(op, std::uint64_t{m} * ldo);
+  detail::need_bytes(op, "act", act, (std::uint64_t{m - 1} * lda + k) * 2);
+  detail::need_bytes(op, "out", out, (std::uint64_t{m - 1} * ldo + shape.ocol + n) * 4);
+  std::uint32_t ldb = 0;
+  switch (mode) {
+    case GemmB::plane:
+      ldb = k;
+      detail::need_bytes(op, "plane", b, std::uint64_t{n} * k * 2);
+      break;
+    case GemmB::bits_n:
+      ldb = k / 32;
+      detail::need_bytes(op, "bitmap (bits_n)", b, std::uint64_t{n} * ldb * 4);
+      break;
+    case GemmB::bits_t:
+      ldb = n / 32;
+      detail::need_bytes(op, "bitmap (bits_t)", b, std::uint64_t{k} * ldb * 4);
+      break;
+  }
+
+  // Without bitmap staging (GemmPolicy::bitmap_staging): the bitmap becomes
+  // an f16 plane [n][k] in a transient first (expand_n of bits_n, expand_t
+  // of bits_t), then the plane GEMM runs with the same tile: the same
+  // products, the same bits.
+  if (mode != GemmB::plane && !ctx.gemm_policy().bitmap_staging) {
+    const Transient plane = make_transient(std::uint64_t{n} * k * 2);
+    Ops ops{mode == GemmB::bits_n ? ops::expand_n(ctx, b, plane, n, k) : ops::expand_t(ctx, b, plane, k, n)};
+    for (Dispatch& d : gemm_dispatches(ctx, act, plane, GemmB::plane, out, shape, forced_tile, lda, ldo, k)) {
+      ops.push_back(d);
+    }
+    return ops;
+  }
+  return gemm_dispatches(ctx, act, b, mode, out, shape, forced_tile, lda, ldo, ldb);
 }
 
 }  // namespace vkblr

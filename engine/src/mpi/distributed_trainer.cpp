@@ -40,7 +40,6 @@ Fingerprint fingerprint(const Context& ctx, const BlrLayer& layer, std::uint32_t
   f.add("tokens per batch", std::to_string(total_tokens));
   f.add("loss_norm", std::format("{}", c.loss_norm));
   f.add("gscale", std::format("{}", c.gscale));
-  f.add("path lanes", std::to_string(c.path_lanes));
   f.add("train h, l, g", std::format("{} {} {}", c.train_h, c.train_l, c.train_g));
   f.add("train signs", std::format("{}", c.train_signs));
   f.add("scale_rel_floor", std::format("{}", c.scale_rel_floor));

@@ -19,7 +19,7 @@ static_assert(sizeof(ColsumPush) == 24);
 
 constexpr std::uint32_t kMaxBlocks = 256;
 constexpr std::uint32_t kMinBlockRows = VKBLR_COLSUM_T_ROWS;  // also colsum_fused_t's only block size
-// Floats of the shared partials buffer: 256 blocks of 32768 columns.
+// Most floats of a reduction's partials: 256 blocks of 32768 columns.
 constexpr std::uint64_t kPartialFloats = std::uint64_t{kMaxBlocks} * 32768;
 constexpr std::uint32_t kMaxGroups = 65535;  // workgroups along x
 
@@ -47,16 +47,13 @@ RowBlocks checked_blocks(const char* op, std::uint32_t m, std::uint32_t k) {
   detail::elements_fit(op, std::uint64_t{m} * k);
   const RowBlocks blocks = row_blocks(m);
   require(partials_fit(blocks, k),
-          "{}: {} row blocks × k = {} columns need {} partial sums; the shared partials buffer holds {}", op,
+          "{}: {} row blocks × k = {} columns need {} partial sums; at most {} are allowed", op,
           blocks.count, k, std::uint64_t{blocks.count} * k, kPartialFloats);
   return blocks;
 }
 
-// The context's partials buffer of scratch lane `lane`, always requested at
-// its full size so that every reduction of the lane gets the same buffer.
-const Buffer& partials(Context& ctx, std::uint32_t lane) {
-  return detail::lane_scratch(ctx, "colsum_partials", lane, kPartialFloats * 4);
-}
+// The partial sums [blocks][k] of one reduction: a transient of its Ops.
+Transient partials(RowBlocks blocks, std::uint32_t k) { return make_transient(std::uint64_t{blocks.count} * k * 4); }
 
 ColsumPush push(std::uint32_t m, std::uint32_t k, RowBlocks blocks) {
   ColsumPush p{};
@@ -68,13 +65,13 @@ ColsumPush push(std::uint32_t m, std::uint32_t k, RowBlocks blocks) {
 }
 
 // Pass 2: sum (+)= the partials of `blocks`, in block order.
-Dispatch finish_pass(Context& ctx, const Buffer& part, const Buffer& sum, std::uint32_t m, std::uint32_t k,
+Dispatch finish_pass(Context& ctx, const Transient& part, const Buffer& sum, std::uint32_t m, std::uint32_t k,
                      RowBlocks blocks, bool accumulate) {
   ColsumPush p = push(m, k, blocks);
   p.accumulate = accumulate ? 1 : 0;
   Dispatch d = detail::make_dispatch(ctx, KernelId::colsum_finish, "colsum_finish");
   d.set_push(p)
-      .bind(3, part, Access::read, 0, std::uint64_t{blocks.count} * k * 4)
+      .bind(3, part, Access::read)
       .bind(4, sum, accumulate ? Access::read_write : Access::write);
   d.groups = {ceil_div(k, VKBLR_COLSUM_WG), 1, 1};
   return d;
@@ -100,12 +97,12 @@ KernelId fused_kernel(Fuse::Kind kind, bool transposed) {
 
 // colsum and colsum_prod (errors name `op`).
 Ops reduce(Context& ctx, const char* op, const Buffer& a, const ColTerm& term, const Buffer& out, std::uint32_t m,
-           std::uint32_t k, bool accumulate, std::uint32_t lane) {
+           std::uint32_t k, bool accumulate) {
   const RowBlocks blocks = checked_blocks(op, m, k);
   const std::uint64_t elements = std::uint64_t{m} * k;
   need_bytes(op, "a", a, elements * 4);
   need_bytes(op, "out", out, std::uint64_t{k} * 4);
-  const Buffer& part = partials(ctx, lane);
+  const Transient part = partials(blocks, k);
   Dispatch pass1 = detail::make_dispatch(ctx, part_kernel(term.kind), "colsum_part");
   pass1.set_push(push(m, k, blocks)).bind(0, a, Access::read);
   if (term.kind != ColTerm::Kind::plain) {
@@ -118,7 +115,7 @@ Ops reduce(Context& ctx, const char* op, const Buffer& a, const ColTerm& term, c
     need_bytes(op, "row_factor", *term.row_factor, std::uint64_t{m} * 4);
     pass1.bind(2, *term.row_factor, Access::read);
   }
-  pass1.bind(3, part, Access::write, 0, std::uint64_t{blocks.count} * k * 4);
+  pass1.bind(3, part, Access::write);
   pass1.groups = {ceil_div(k, VKBLR_COLSUM_WG), blocks.count, 1};
   return {pass1, finish_pass(ctx, part, out, m, k, blocks, accumulate)};
 }
@@ -126,7 +123,7 @@ Ops reduce(Context& ctx, const char* op, const Buffer& a, const ColTerm& term, c
 // colsum_fused (dst_t null) and colsum_fused_t: pass 1 with the fused op,
 // then pass 2 accumulating into sum.
 Ops fused(Context& ctx, const char* op, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m,
-          std::uint32_t k, const Fuse& fuse, const Buffer* dst_t, std::uint32_t lane) {
+          std::uint32_t k, const Fuse& fuse, const Buffer* dst_t) {
   const RowBlocks blocks = checked_blocks(op, m, k);
   const std::uint64_t elements = std::uint64_t{m} * k;
   if (dst_t) {
@@ -145,7 +142,7 @@ Ops fused(Context& ctx, const char* op, const Buffer& a, const Buffer& b, const 
   const bool scales = fuse.kind == Fuse::Kind::scale_b;
   need_bytes(op, "dst", *fuse.dst, elements * (scales ? 4 : 2));
 
-  const Buffer& part = partials(ctx, lane);
+  const Transient part = partials(blocks, k);
   ColsumPush p = push(m, k, blocks);
   p.accumulate = scales && fuse.accumulate ? 1 : 0;
   p.scale = fuse.scale;
@@ -154,7 +151,7 @@ Ops fused(Context& ctx, const char* op, const Buffer& a, const Buffer& b, const 
       .bind(0, a, Access::read)
       .bind(1, b, Access::read)
       .bind(2, *fuse.col, Access::read)
-      .bind(3, part, Access::write, 0, std::uint64_t{blocks.count} * k * 4);
+      .bind(3, part, Access::write);
   if (scales) {
     pass1.bind(6, *fuse.dst, fuse.accumulate ? Access::read_write : Access::write);
   } else {
@@ -177,23 +174,22 @@ bool colsum_fused_t_fits(std::uint32_t m, std::uint32_t k) noexcept {
 }
 
 Ops colsum(Context& ctx, const Buffer& a, const ColTerm& term, const Buffer& out, std::uint32_t m, std::uint32_t k,
-           bool accumulate, std::uint32_t lane) {
-  return reduce(ctx, "colsum", a, term, out, m, k, accumulate, lane);
+           bool accumulate) {
+  return reduce(ctx, "colsum", a, term, out, m, k, accumulate);
 }
 
-Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k,
-                std::uint32_t lane) {
-  return reduce(ctx, "colsum_prod", a, ColTerm::prod(b), out, m, k, true, lane);
+Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k) {
+  return reduce(ctx, "colsum_prod", a, ColTerm::prod(b), out, m, k, true);
 }
 
 Ops colsum_fused(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m, std::uint32_t k,
-                 const Fuse& fuse, std::uint32_t lane) {
-  return fused(ctx, "colsum_fused", a, b, sum, m, k, fuse, nullptr, lane);
+                 const Fuse& fuse) {
+  return fused(ctx, "colsum_fused", a, b, sum, m, k, fuse, nullptr);
 }
 
 Ops colsum_fused_t(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m,
-                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t, std::uint32_t lane) {
-  return fused(ctx, "colsum_fused_t", a, b, sum, m, k, fuse, &dst_t, lane);
+                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t) {
+  return fused(ctx, "colsum_fused_t", a, b, sum, m, k, fuse, &dst_t);
 }
 
 }  // namespace vkblr::ops

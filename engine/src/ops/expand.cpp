@@ -29,6 +29,17 @@ Dispatch expansion(Context& ctx, detail::KernelId id, const char* op, const Buff
   d.groups = detail::elt_grid(std::uint64_t{rows} * r, op);
   return d;
 }
+
+// expand_n (the plane at slot 1) or expand_t (slot 2) into a buffer or a
+// transient.
+template <class Plane>
+Dispatch expansion_into(Context& ctx, detail::KernelId id, const char* op, const Buffer& bits, const Plane& plane,
+                        std::uint32_t rows, std::uint32_t r) {
+  Dispatch d = expansion(ctx, id, op, bits, rows, r);
+  need_bytes(op, id == detail::KernelId::expand_n ? "plane" : "plane_t", plane, std::uint64_t{rows} * r * 2);
+  d.bind(id == detail::KernelId::expand_n ? 1 : 2, plane, Access::write);
+  return d;
+}
 }  // namespace
 
 Dispatch expand(Context& ctx, const Buffer& bits, const Buffer& plane, const Buffer& plane_t, std::uint32_t rows,
@@ -43,17 +54,19 @@ Dispatch expand(Context& ctx, const Buffer& bits, const Buffer& plane, const Buf
 }
 
 Dispatch expand_n(Context& ctx, const Buffer& bits, const Buffer& plane, std::uint32_t rows, std::uint32_t r) {
-  Dispatch d = expansion(ctx, detail::KernelId::expand_n, "expand_n", bits, rows, r);
-  need_bytes("expand_n", "plane", plane, std::uint64_t{rows} * r * 2);
-  d.bind(1, plane, Access::write);
-  return d;
+  return expansion_into(ctx, detail::KernelId::expand_n, "expand_n", bits, plane, rows, r);
 }
 
 Dispatch expand_t(Context& ctx, const Buffer& bits, const Buffer& plane_t, std::uint32_t rows, std::uint32_t r) {
-  Dispatch d = expansion(ctx, detail::KernelId::expand_t, "expand_t", bits, rows, r);
-  need_bytes("expand_t", "plane_t", plane_t, std::uint64_t{rows} * r * 2);
-  d.bind(2, plane_t, Access::write);
-  return d;
+  return expansion_into(ctx, detail::KernelId::expand_t, "expand_t", bits, plane_t, rows, r);
+}
+
+Dispatch expand_n(Context& ctx, const Buffer& bits, const Transient& plane, std::uint32_t rows, std::uint32_t r) {
+  return expansion_into(ctx, detail::KernelId::expand_n, "expand_n", bits, plane, rows, r);
+}
+
+Dispatch expand_t(Context& ctx, const Buffer& bits, const Transient& plane_t, std::uint32_t rows, std::uint32_t r) {
+  return expansion_into(ctx, detail::KernelId::expand_t, "expand_t", bits, plane_t, rows, r);
 }
 
 }  // namespace vkblr::ops

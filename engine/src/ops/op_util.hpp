@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <limits>
 #include <span>
-#include <string>
 
 #include "../context_impl.hpp"
 #include "vkblr/context.hpp"
@@ -45,6 +44,10 @@ inline std::uint32_t dim(const char* op, const char* name, std::uint64_t v) {
 inline void need_bytes(const char* op, const char* what, const Buffer& b, std::uint64_t bytes) {
   require(static_cast<bool>(b), "{}: {} is an empty buffer", op, what);
   require(b.size() >= bytes, "{}: {} holds {} bytes, needs {}", op, what, b.size(), bytes);
+}
+inline void need_bytes(const char* op, const char* what, const Transient& t, std::uint64_t bytes) {
+  require(t.id != 0, "{}: {} is an empty transient", op, what);
+  require(t.bytes >= bytes, "{}: {} holds {} bytes, needs {}", op, what, t.bytes, bytes);
 }
 
 // Every element count a kernel indexes must stay below 2^32.
@@ -91,13 +94,6 @@ inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::
   d.kernel = &ctx.impl().kernel(id, spec, options);
   d.name = name;
   return d;
-}
-
-// The context scratch buffer `name` of scratch lane `lane` (lane 0: the
-// name itself), at least `bytes` long. Ops of one lane share it, so the
-// Recorder orders them; ops in different lanes can run side by side.
-inline const Buffer& lane_scratch(Context& ctx, const std::string& name, std::uint32_t lane, std::uint64_t bytes) {
-  return ctx.impl().scratch(lane == 0 ? name : name + ".lane" + std::to_string(lane), bytes);
 }
 
 }  // namespace vkblr::detail

@@ -26,17 +26,17 @@ Ops mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buffer& 
   // 64·g workgroups of about 16 elements per invocation, g <= 64
   constexpr std::uint64_t kPerGroup = std::uint64_t{VKBLR_ELT_WG} * 16;
   const auto g = static_cast<std::uint32_t>(std::clamp<std::uint64_t>((n + 64 * kPerGroup - 1) / (64 * kPerGroup), 1, 64));
-  const Buffer& blocks = ctx.impl().scratch("mse_grad_blocks", 64 * 64 * 4);
+  const Transient blocks = make_transient(std::uint64_t{g} * 64 * 4);  // per-workgroup sums
   const MseGradPush push{n, scale, g};
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::mse_grad, op);
   d.set_push(push)
       .bind(0, y, Access::read)
       .bind(1, target, Access::read)
       .bind(2, dy, Access::write)
-      .bind(4, blocks, Access::write, 0, std::uint64_t{g} * 64 * 4);
+      .bind(4, blocks, Access::write);
   d.groups = {64 * g, 1, 1};
   Dispatch sum = detail::make_dispatch(ctx, detail::KernelId::mse_partials, "mse_partials");
-  sum.set_push(push).bind(3, partials, Access::write).bind(4, blocks, Access::read, 0, std::uint64_t{g} * 64 * 4);
+  sum.set_push(push).bind(3, partials, Access::write).bind(4, blocks, Access::read);
   sum.groups = {1, 1, 1};
   return {d, sum};
 }

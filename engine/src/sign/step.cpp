@@ -192,21 +192,16 @@ void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const>
                        std::span<const Buffer* const> gradients, const SignStep& step) {
   require(matrices.size() == gradients.size(), "{}: {} matrices but {} gradients", kStep, matrices.size(),
           gradients.size());
-  std::vector<std::vector<Ops>> phases;
-  std::size_t most = 0;
+  std::vector<Branch> branches;  // one per matrix, a phase per step
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     require(matrices[i] != nullptr && gradients[i] != nullptr, "{}: matrix {} or its gradient is null", kStep, i);
     for (std::size_t j = 0; j < i; ++j) {
       require(matrices[j] != matrices[i], "{}: matrix {} is matrix {} again", kStep, i, j);
     }
-    phases.push_back(matrices[i]->step_phases(ctx, *gradients[i], step));
-    most = std::max(most, phases.back().size());
+    Branch& branch = branches.emplace_back();
+    for (Ops& phase : matrices[i]->step_phases(ctx, *gradients[i], step)) branch.push_back({{"", std::move(phase)}});
   }
-  for (std::size_t k = 0; k < most; ++k) {
-    for (const std::vector<Ops>& own : phases) {
-      if (k < own.size()) rec.add(own[k]);
-    }
-  }
+  rec.parallel(branches);
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     const Buffer& kept = matrices[i]->kept_gradient();
     if (kept && gradients[i]->id() == kept.id()) rec.fill(kept, 0);

@@ -10,11 +10,10 @@
 // same bits every run, and a fused form gives exactly the bits of its
 // unfused pair.
 //
-// The partials live in a scratch buffer the context owns per scratch lane
-// ("colsum_partials", 256 × 32768 floats, 32 MiB each; `lane` arguments,
-// default 0): the reductions of one lane share it and run one after another
-// (the Recorder's barriers order them), reductions in different lanes can
-// run side by side; blocks × k must fit it (colsum_fits).
+// The partials are a transient of the reduction's Ops (vkblr/dispatch.hpp):
+// the Recorder provides blocks × k floats while it records them, and
+// reductions recorded side by side (Recorder::parallel) get their own.
+// blocks × k is at most 256 × 32768 (32 MiB; colsum_fits).
 //
 // Choosing a form: the seed's fallback chain colsum_fused_t -> colsum_fused
 // -> colsum_prod + the separate op. A predicate says whether a form takes a
@@ -91,7 +90,7 @@ struct Fuse {
 };
 
 // Whether colsum, colsum_prod and colsum_fused take m rows of k columns:
-// m, k > 0, m·k < 2^32 and the partials (blocks × k) fit the shared buffer.
+// m, k > 0, m·k < 2^32 and the partials (blocks × k) within 256 × 32768.
 bool colsum_fits(std::uint32_t m, std::uint32_t k) noexcept;
 // Whether colsum_fused_t takes the shape: colsum_fits, row blocks of exactly
 // 64 rows (m <= 16384), m a multiple of 32, and k <= 65535 · 128.
@@ -100,21 +99,20 @@ bool colsum_fused_t_fits(std::uint32_t m, std::uint32_t k) noexcept;
 // out f32 [k] (+)= Σ_row term(a f32 [m][k], ...) per column (accumulate:
 // add to out, else overwrite it).
 Ops colsum(Context& ctx, const Buffer& a, const ColTerm& term, const Buffer& out, std::uint32_t m, std::uint32_t k,
-           bool accumulate, std::uint32_t lane = 0);
+           bool accumulate);
 // out f32 [k] += Σ_row a[row][c]·b[row][c]: colsum(prod, accumulating).
-Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k,
-                std::uint32_t lane = 0);
+Ops colsum_prod(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& out, std::uint32_t m, std::uint32_t k);
 // sum f32 [k] += Σ_row a·b (a, b f32 [m][k]), with `fuse` done on the
 // operand it names in the same pass: the bits of colsum_prod followed by the
 // separate op.
 Ops colsum_fused(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m, std::uint32_t k,
-                 const Fuse& fuse, std::uint32_t lane = 0);
+                 const Fuse& fuse);
 // colsum_fused that also writes dst_t f16 [k][m], the transposed f16 operand
 // of the sign-gradient GEMM: for cvt_a / cvt_b the staged dst values, for
 // scale_b f16((a·col[c])·fuse.scale). Bit for bit the first k rows of
 // cvt_t(src, col, scale, k_rows, tok_rows = m) of the same operand (cvt_t's
 // zero rows past k are not written).
 Ops colsum_fused_t(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, std::uint32_t m,
-                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t, std::uint32_t lane = 0);
+                   std::uint32_t k, const Fuse& fuse, const Buffer& dst_t);
 
 }  // namespace vkblr::ops

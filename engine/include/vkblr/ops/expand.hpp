@@ -21,5 +21,10 @@ Dispatch expand(Context& ctx, const Buffer& bits, const Buffer& plane, const Buf
 Dispatch expand_n(Context& ctx, const Buffer& bits, const Buffer& plane, std::uint32_t rows, std::uint32_t r);
 // plane_t f16 [r][rows] only (coalesced stores along its rows).
 Dispatch expand_t(Context& ctx, const Buffer& bits, const Buffer& plane_t, std::uint32_t rows, std::uint32_t r);
+// expand_n and expand_t into a transient (vkblr/dispatch.hpp), for an op
+// that expands a bitmap for its own dispatches (the GEMM without bitmap
+// staging).
+Dispatch expand_n(Context& ctx, const Buffer& bits, const Transient& plane, std::uint32_t rows, std::uint32_t r);
+Dispatch expand_t(Context& ctx, const Buffer& bits, const Transient& plane_t, std::uint32_t rows, std::uint32_t r);
 
 }  // namespace vkblr::ops

@@ -13,8 +13,8 @@ namespace vkblr::ops {
 
 // dy f32 [n] = (y − target) · scale and partials f32 [64] of Σ (y − target)²
 // (in a fixed order for a given n: add them on the host for ‖y − target‖²).
-// Two dispatches (the second folds per-workgroup sums, kept in a context
-// scratch buffer, into the 64).
+// Two dispatches (the second folds per-workgroup sums, kept in a transient
+// of the Ops, into the 64).
 // For L = ½·‖y − target‖² / norm, scale = 1 / norm gives dy = ∂L/∂y.
 // dy may not alias y or target.
 Ops mse_grad(Context& ctx, const Buffer& y, const Buffer& target, const Buffer& dy, std::uint32_t n, float scale,
