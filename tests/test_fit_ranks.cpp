@@ -4,7 +4,11 @@
 // splits refused with a message. (The runs themselves: tests/mpi/fit_ranks.cmake.)
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <span>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr/error.hpp"
@@ -28,6 +32,8 @@ class FakeRanks final : public fit::FitRanks {
                                                 const BlrTrainerConfig&) override {
     return nullptr;
   }
+  std::vector<std::string> gather(const std::string& text, std::string_view, double) override { return {text}; }
+  void check_agreement(const Context&, std::span<const std::pair<std::string, std::string>>) override {}
   int fail(std::string_view) override { return 1; }
 
  private:
