@@ -87,7 +87,7 @@ expect_same_file("2 ranks against 1 process" ${WORK}/one/model.safetensors ${WOR
 expect_match(two "${two_out}" "rank 0: layers 1, 2, 3: model.layers.0.mlp.down_proj.weight, model.layers.0.mlp.up_proj")
 expect_match(two "${two_out}" "rank 1: layers 4, 5, 6: model.layers.1.attn.q_proj.weight, model.layers.1.mlp.down_proj")
 expect_match(two "${two_out}" "rank 1: layer 5/6 'model.layers.1.mlp.down_proj.weight': done in")
-expect_match(two "${two_out}" "rank 0: vkblr-fit: 6 layer\\(s\\) fitted \\(0 from an earlier run\\), 0 skipped; .* on 2 ranks")
+expect_match(two "${two_out}" "rank 0: vkblr-fit: 6 layer\\(s\\) fitted \\(0 from an earlier run\\), .* on 2 ranks")
 file(READ ${WORK}/two/model.json two_report)
 string(JSON ranks GET "${two_report}" totals mpi_ranks)
 if(NOT ranks EQUAL 2)
@@ -128,7 +128,7 @@ exec "$@"
 ]=])
 run(killed fail ${WORK}/kill ${MPIRUN} sh ${WORK}/kill_rank1.sh model.layers/model.layers.1.attn.q_proj.weight.done.json
     ${FIT} --manifest ${JOB} --out model)
-expect_match(killed "${killed_out}" "rank 0: vkblr-fit: a rank that dies ends the job.* stays in model.layers, and .*--resume")
+expect_match(killed "${killed_out}" "rank 0: vkblr-fit: a rank that dies ends the job.* model.layers, and .*--resume")
 expect_match(killed "${killed_out}" "rank 1: layers 4, 5, 6: ")
 expect_match(killed "${killed_out}" "rank 1: layer 4/6 'model.layers.1.attn.q_proj.weight': done in")
 expect_match(killed "${killed_out}" "killing rank 1's vkblr-fit after its first layer")
@@ -146,10 +146,10 @@ endif()
 
 # 4. work directories the ranks do not share
 run(split fail ${WORK}/split ${MPIRUN}
-    sh -c "mkdir -p \"r\${OMPI_COMM_WORLD_RANK:-\$PMIX_RANK}\" && cd \"r\${OMPI_COMM_WORLD_RANK:-\$PMIX_RANK}\" && exec \"\$@\""
+    sh -c "r=r\${OMPI_COMM_WORLD_RANK:-\$PMIX_RANK} && mkdir -p \$r && cd \$r && exec \"\$@\""
     rank-dir ${FIT} --manifest ${JOB} --out model)
 expect_match(split "${split_out}" "--out model: the work directory model.layers must be one directory every rank sees")
-expect_match(split "${split_out}" "rank 1 \\(host [^)]*\\) does not find the file model.layers/.ranks-[0-9a-f]+ that rank 0")
+expect_match(split "${split_out}" "rank 1 \\(host [^)]*\\) does not find the file model.layers/.ranks-[0-9a-f]+ that")
 file(GLOB_RECURSE records ${WORK}/split/*.done.json)
 if(records)
   message(FATAL_ERROR "layers were fitted: ${records}")

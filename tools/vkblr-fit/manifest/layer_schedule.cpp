@@ -27,7 +27,8 @@ std::vector<std::vector<std::size_t>> schedule_layers(std::span<const double> co
   return schedule;
 }
 
-std::vector<double> schedule_loads(std::span<const double> costs, const std::vector<std::vector<std::size_t>>& schedule) {
+std::vector<double> schedule_loads(std::span<const double> costs,
+                                   const std::vector<std::vector<std::size_t>>& schedule) {
   std::vector<double> loads;
   for (const std::vector<std::size_t>& layers : schedule) {
     double sum = 0;

@@ -31,7 +31,8 @@ namespace vkblr::fit {
 std::vector<std::vector<std::size_t>> schedule_layers(std::span<const double> costs, int ranks);
 
 // The sum of the costs of each rank's layers.
-std::vector<double> schedule_loads(std::span<const double> costs, const std::vector<std::vector<std::size_t>>& schedule);
+std::vector<double> schedule_loads(std::span<const double> costs,
+                                   const std::vector<std::vector<std::size_t>>& schedule);
 
 // The cost of a layer of `shape` with the settings `resolved`
 // (resolve_fit_defaults'): one unit per value of W and of the rows of X the

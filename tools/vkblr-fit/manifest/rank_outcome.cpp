@@ -10,7 +10,9 @@ namespace {
 
 std::string outcome_text(const RankOutcome& o) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& [layer, row] : o.rows) rows.push_back({{"layer", layer}, {"resumed", row.resumed}, {"row", to_json(row)}});
+  for (const auto& [layer, row] : o.rows) {
+    rows.push_back({{"layer", layer}, {"resumed", row.resumed}, {"row", to_json(row)}});
+  }
   return nlohmann::json{{"rows", rows}, {"error", o.error}, {"stopped", o.stopped}}.dump();
 }
 

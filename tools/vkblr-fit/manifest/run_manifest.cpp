@@ -1,5 +1,6 @@
 #include "vkblr-fit/manifest/run_manifest.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -139,6 +140,16 @@ RankOutcome fit_layers(Context& ctx, const ManifestJob& job, const ManifestOptio
   return outcome;
 }
 
+// How much longer than the usual deadline this rank waits for the others
+// at the end (run_manifest.hpp): twice the largest share at its own pace,
+// or without a deadline when it has fitted nothing to measure that by.
+double end_wait_s(const RankOutcome& mine, const LayerSchedule& s) {
+  if (mine.fitted_cost <= 0) return std::numeric_limits<double>::infinity();
+  double max_load = 0;
+  for (const double load : schedule_loads(s.cost, s.ranks)) max_load = std::max(max_load, load);
+  return 2 * mine.fitted_s / mine.fitted_cost * max_load;
+}
+
 }  // namespace
 
 ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRanks& ranks) {
@@ -151,6 +162,8 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
     std::fputs(text.c_str(), stderr);  // one call: the lines of ranks do not mix
   };
   const ManifestJob job = plan_manifest_job(options.manifest, options.out, options.skip_bad_layers, ctx.caps());
+  // (a step that sets the planned layers' ranks goes here: the costs, the
+  // plan the ranks agree on and the fits all follow job.layers[i].shape)
   prepare_shared_work_dir(ranks, job.work_dir, options.out, [&] { prepare_manifest_outputs(job, options.out); });
   const LayerSchedule schedule = schedule_job(job, options, ctx.caps(), ranks.size());
   try {
@@ -180,12 +193,9 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
 
   const RankOutcome mine =
       fit_layers(ctx, job, options, schedule.cost, schedule.ranks[static_cast<std::size_t>(rank)], rank, several, say);
-  double max_load = 0;
-  for (const double load : schedule_loads(schedule.cost, schedule.ranks)) max_load = std::max(max_load, load);
-  const double wait_s = mine.fitted_cost > 0 ? 2 * mine.fitted_s / mine.fitted_cost * max_load
-                                             : std::numeric_limits<double>::infinity();
   bool stopped = false;
-  std::vector<std::optional<LayerRow>> rows = gather_outcomes(ranks, mine, job.layers.size(), wait_s, job.work_dir, stopped);
+  std::vector<std::optional<LayerRow>> rows =
+      gather_outcomes(ranks, mine, job.layers.size(), end_wait_s(mine, schedule), job.work_dir, stopped);
 
   ManifestReport report{.tool_version = std::string(vkblr::version()),
                         .command_line = options.command_line,
