@@ -39,7 +39,7 @@ std::size_t resumed_count(const fit::ManifestReport& report) {
 
 GPU_TEST("manifest: every layer equals the single-layer run of its flags, bit for bit", "[fit][gpu][manifest]") {
   vkt::TempDir dir;
-  vkt::write_manifest_model(dir);
+  vkt::write_manifest_model(dir.path());
   vkt::write_manifest(dir.file("job.json"), vkt::six_layer_manifest());
   const fit::ManifestReport report = fit::run_manifest(ctx, manifest_run(dir, "model"));
   REQUIRE(report.complete);
@@ -94,7 +94,7 @@ GPU_TEST("manifest: every layer equals the single-layer run of its flags, bit fo
 
 GPU_TEST("manifest: a run stopped after 3 layers and resumed writes the same file", "[fit][gpu][manifest]") {
   vkt::TempDir dir;
-  vkt::write_manifest_model(dir);
+  vkt::write_manifest_model(dir.path());
   vkt::write_manifest(dir.file("job.json"), vkt::six_layer_manifest());
   fit::run_manifest(ctx, manifest_run(dir, "whole"));
 
@@ -185,7 +185,7 @@ GPU_TEST("manifest: bad layers are skipped or refused as asked", "[fit][gpu][man
 
 GPU_TEST("manifest: manifests that cannot run are refused, naming the problem", "[fit][gpu][manifest][errors]") {
   vkt::TempDir dir;
-  vkt::write_manifest_model(dir);
+  vkt::write_manifest_model(dir.path());
   const auto message = [&](const nlohmann::json& manifest) {
     vkt::write_manifest(dir.file("job.json"), manifest);
     return vkt::error_of([&] { fit::run_manifest(ctx, manifest_run(dir, "out")); });

@@ -5,36 +5,15 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <string_view>
+#include <vector>
 
+#include "support/fake_ranks.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr/error.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
-
-namespace {
-
-// Rank `rank` of `size`, sliced like vkblr::mpi::RankGroup::slice.
-class FakeRanks final : public fit::FitRanks {
- public:
-  FakeRanks(int rank, int size) : rank_(rank), size_(size) {}
-  int rank() const noexcept override { return rank_; }
-  int size() const noexcept override { return size_; }
-  fit::FitSlice slice(std::uint32_t total) const override {
-    return fit::split_tokens(total, static_cast<std::uint32_t>(size_), static_cast<std::uint32_t>(rank_));
-  }
-  double sum(double value, std::string_view) override { return value; }
-  std::unique_ptr<fit::FitTrainer> make_trainer(Context&, BlrLayer&, std::uint32_t, std::uint32_t,
-                                                const BlrTrainerConfig&) override {
-    return nullptr;
-  }
-  int fail(std::string_view) override { return 1; }
-
- private:
-  int rank_, size_;
-};
-
-}  // namespace
+using vkt::FakeRanks;
 
 TEST_CASE("fit ranks: split_tokens cuts contiguous parts in order, one token apart at most", "[fit]") {
   CHECK(fit::split_tokens(64, 2, 0) == fit::FitSlice{0, 32});

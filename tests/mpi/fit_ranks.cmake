@@ -14,11 +14,8 @@
 #      with the uninterrupted 2-rank run's layer, bit for bit;
 #   4. the 1-process checkpoint resumed by 2 ranks ends with the
 #      1-process run's layer, bit for bit.
-foreach(v MPIEXEC NP FIT SAME WORK)
-  if(NOT ${v})
-    message(FATAL_ERROR "fit_ranks.cmake needs -D${v}=...")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/require_definitions.cmake)
+require_definitions(MPIEXEC NP FIT SAME WORK)
 separate_arguments(PREFLAGS)
 set(common --synthetic-m 128 --synthetic-n 96 --rank 32 --paths 2 --batch 64 --tokens 256 --held-out 64
            --steps 12 --eval-every 4 --flip-budget 0.01 --checkpoint-every 6 --validate)

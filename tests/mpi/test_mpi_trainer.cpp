@@ -7,12 +7,15 @@
 //   - every rank holds the same bits, scales and state after each step;
 //   - uneven slices (tokens per rank differ by one): the summed gradients
 //     and the loss are those of the whole batch on one rank;
+//   - allgather_strings (strings of other lengths on each rank, an empty
+//     one among them) and a collective without a deadline;
 // and with --timing: the share of step time the exchange costs (no
 // validation layer; printed, not checked).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <format>
+#include <limits>
 #include <memory>
 #include <span>
 
@@ -215,6 +218,36 @@ void uneven(Context& ctx, mpi::RankGroup& group, Checks& checks) {
   }
 }
 
+// Every rank's string, in rank order, whatever their lengths; the device
+// fields of a fingerprint; a deadline of +infinity waits, others are checked.
+void gather_and_deadline(const Context& ctx, mpi::RankGroup& group, Checks& checks) {
+  const std::string mine(static_cast<std::size_t>(3 * group.rank()), static_cast<char>('a' + group.rank()));
+  const std::vector<std::string> all = group.allgather_strings(mine, "test strings");
+  checks.expect(all.size() == static_cast<std::size_t>(group.size()), std::format("{} strings gathered", all.size()));
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    checks.expect(all[r] == std::string(3 * r, static_cast<char>('a' + r)), std::format("rank {}'s string: '{}'", r, all[r]));
+  }
+  mpi::Fingerprint f;
+  f.add_device(ctx);
+  checks.expect(f.fields().size() > 2 && f.fields()[0].first == "vkblr version" && f.fields()[1].first == "device" &&
+                    f.fields()[1].second.find(ctx.caps().device_name) == 0 &&
+                    f.fields()[2].first.starts_with("gemm policy "),
+                "add_device: the version, the device and the GEMM policy's fields");
+  const double before = group.timeout_s();
+  for (const double bad : {0.0, -1.0, std::nan("")}) {
+    bool refused = false;
+    try {
+      group.set_timeout_s(bad);
+    } catch (const Error&) {
+      refused = true;
+    }
+    checks.expect(refused && group.timeout_s() == before, std::format("set_timeout_s({}) refused", bad));
+  }
+  group.set_timeout_s(std::numeric_limits<double>::infinity());
+  group.barrier("a barrier without a deadline");
+  group.set_timeout_s(before);
+}
+
 // The exchange's share of step time on a layer of some size.
 void timing(Context& ctx, mpi::RankGroup& group) {
   const std::uint32_t m = 256, n = 256, r = 64, tokens = 128 * static_cast<std::uint32_t>(group.size());
@@ -263,6 +296,7 @@ int main(int argc, char** argv) {
       timing(ctx, group);
     } else {
       device_mapping(checks);
+      gather_and_deadline(ctx, group, checks);
       agreement(ctx, group, checks);
       policy_agreement(group, options, checks);
       equivalence(ctx, group, checks);

@@ -34,6 +34,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  std::string path() const { return path_.string(); }
   std::string file(std::string_view name) const { return (path_ / name).string(); }
   // Names of the entries in the directory (to see leftover temporary files).
   std::vector<std::string> entries() const {

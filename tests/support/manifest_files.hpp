@@ -1,15 +1,18 @@
 // manifest_files.hpp — a small model for the manifest tests of vkblr-fit:
 // two weight files of three layers each, in three shapes, their
-// activations, and manifests over them (written as JSON text).
+// activations, and manifests over them (written as JSON text). No Catch2
+// here: tests/mpi/manifest_model.cpp writes the same files for the MPI
+// runs.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "support/fit_files.hpp"
 #include "vkblr-fit/safetensors.hpp"
 #include "vkblr-fit/synthetic.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkt {
 
@@ -24,7 +27,8 @@ inline constexpr std::uint32_t kManifestTokens = 384;
 // (L = 0, 1), F32 and F16, and x0.safetensors, x1.safetensors with each
 // layer's input under its module name ("model.layers.L.mlp.up_proj",
 // [kManifestTokens][n]).
-inline void write_manifest_model(const TempDir& dir) {
+inline void write_manifest_model(const std::string& dir) {
+  const auto file = [&](const std::string& name) { return (std::filesystem::path(dir) / name).string(); };
   struct Layer {
     const char* module;
     std::uint32_t m, n;
@@ -45,8 +49,8 @@ inline void write_manifest_model(const TempDir& dir) {
           vkblr::fit::synthetic_activations({.tokens = kManifestTokens, .n = layer.n, .seed = ++seed});
       x.add_f16(module, {xm.rows, xm.cols}, xm.values);
     }
-    w.write(dir.file("w" + std::to_string(l) + ".safetensors"));
-    x.write(dir.file("x" + std::to_string(l) + ".safetensors"));
+    w.write(file("w" + std::to_string(l) + ".safetensors"));
+    x.write(file("x" + std::to_string(l) + ".safetensors"));
   }
 }
 
@@ -80,7 +84,7 @@ inline nlohmann::json six_layer_manifest() {
 }
 
 inline void write_manifest(const std::string& path, const nlohmann::json& manifest) {
-  write_raw_file(path, manifest.dump(1));
+  vkblr::write_file_atomic(path, manifest.dump(1));
 }
 
 }  // namespace vkt

@@ -90,6 +90,22 @@ std::unique_ptr<FitTrainer> MpiRanks::make_trainer(Context& ctx, BlrLayer& layer
   return std::make_unique<MpiTrainer>(group_, ctx, layer, batch_tokens, micro_batches, config, options);
 }
 
+std::vector<std::string> MpiRanks::gather(const std::string& text, std::string_view what, double extra_s) {
+  require(extra_s >= 0, "MpiRanks::gather: {} extra seconds", extra_s);
+  const double usual = group_.timeout_s();
+  group_.set_timeout_s(usual + extra_s);
+  std::vector<std::string> all = group_.allgather_strings(text, what);
+  group_.set_timeout_s(usual);
+  return all;
+}
+
+void MpiRanks::check_agreement(const Context& ctx, std::span<const std::pair<std::string, std::string>> fields) {
+  mpi::Fingerprint fingerprint;
+  fingerprint.add_device(ctx);
+  for (const auto& [name, value] : fields) fingerprint.add(name, value);
+  group_.check_agreement(fingerprint);
+}
+
 int MpiRanks::fail(std::string_view message) {
   if (size() == 1) {
     std::fprintf(stderr, "vkblr-fit: %s\n", std::string(message).c_str());

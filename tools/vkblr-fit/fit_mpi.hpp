@@ -7,7 +7,8 @@
 // (vkblr::mpi::DistributedTrainer: gradients summed over the ranks in rank
 // order before every update, so every rank holds the same layer bit for
 // bit); rank 0 alone writes files and prints progress. Each rank drives
-// RankGroup::device().
+// RankGroup::device(). A manifest run spreads its layers over the ranks
+// instead (manifest/run_manifest.hpp), through gather and check_agreement.
 #pragma once
 
 #include <string>
@@ -30,6 +31,8 @@ class MpiRanks final : public FitRanks {
   double sum(double value, std::string_view what) override;
   std::unique_ptr<FitTrainer> make_trainer(Context& ctx, BlrLayer& layer, std::uint32_t batch_tokens,
                                            std::uint32_t micro_batches, const BlrTrainerConfig& config) override;
+  std::vector<std::string> gather(const std::string& text, std::string_view what, double extra_s) override;
+  void check_agreement(const Context& ctx, std::span<const std::pair<std::string, std::string>> fields) override;
   // One rank: prints the error and returns 1. Several: prints it with the
   // rank and ends the job (MPI_Abort), since the other ranks may be waiting
   // for this one in a collective.

@@ -20,6 +20,10 @@
 // batch train on the same gradients up to f32 rounding, and one rank with
 // one micro-batch is BlrTrainer's plain step, as vkblr-fit always ran.
 //
+// The ranks of a manifest run share out its layers instead, each fitting
+// its own on one process (manifest/run_manifest.hpp); gather and
+// check_agreement serve that.
+//
 // LocalRanks is one process (no MPI). fit_mpi.hpp's MpiRanks, built into
 // vkblr-fit only with vkblr::mpi, is the ranks of an mpirun job.
 #pragma once
@@ -28,7 +32,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vkblr/blr.hpp"
@@ -88,6 +94,16 @@ class FitRanks {
   // the same configuration (config.loss_norm: the whole batch's).
   virtual std::unique_ptr<FitTrainer> make_trainer(Context& ctx, BlrLayer& layer, std::uint32_t batch_tokens,
                                                    std::uint32_t micro_batches, const BlrTrainerConfig& config) = 0;
+  // Collective: every rank's `text`, in rank order; `what` names it in
+  // error messages. Waits for the other ranks up to the usual deadline
+  // plus `extra_s` seconds (>= 0; +infinity: without a deadline).
+  virtual std::vector<std::string> gather(const std::string& text, std::string_view what, double extra_s) = 0;
+  // Collective: throws vkblr::Error on every rank, naming each value that
+  // differs and its ranks, unless every rank's `ctx` is a device of one kind
+  // and driver under one GEMM policy (vkblr::mpi::Fingerprint::add_device)
+  // and every (name, value) of `fields` is the same on every rank.
+  virtual void check_agreement(const Context& ctx,
+                               std::span<const std::pair<std::string, std::string>> fields) = 0;
   // An error on this rank: prints it and returns the exit status (1), or,
   // where other ranks would wait for this one, ends the whole job.
   virtual int fail(std::string_view message) = 0;
@@ -113,6 +129,8 @@ class LocalRanks final : public FitRanks {
   double sum(double value, std::string_view) override { return 0.0 + value; }
   std::unique_ptr<FitTrainer> make_trainer(Context& ctx, BlrLayer& layer, std::uint32_t batch_tokens,
                                            std::uint32_t micro_batches, const BlrTrainerConfig& config) override;
+  std::vector<std::string> gather(const std::string& text, std::string_view, double) override { return {text}; }
+  void check_agreement(const Context&, std::span<const std::pair<std::string, std::string>>) override {}
   int fail(std::string_view message) override;
 };
 

@@ -7,15 +7,17 @@
 //   vkblr-fit --eval out.safetensors [--weight ...]   re-evaluate a saved layer
 //   vkblr-fit --manifest job.json [--resume]          every layer of a checkpoint
 //                                     (manifest/run_manifest.hpp)
-//   mpirun -np N vkblr-fit ...        N ranks, each on its slice of every batch
+//   mpirun -np N vkblr-fit ...        N ranks, each on its slice of every batch,
+//                                     or with --manifest on its share of the layers
 //                                     (built with vkblr::mpi; docs/mpi.md)
 //
 // Writes <out>.safetensors (the layer), <out>.json (the report) and
 // <out>.svg (held-out error against step); with --manifest, the same three
 // for all the layers, and <out>.layers/. Exit code 0 on success, 1 on a
 // bad input or any error (with a message), 2 on bad command-line usage.
-// Under mpirun only rank 0 writes files and prints; an error on one rank of
-// several ends the whole job (nonzero exit of mpirun).
+// Under mpirun only rank 0 writes the outputs (with --manifest every rank
+// writes its layers' files into <out>.layers/ and prints its progress); an
+// error on one rank of several ends the whole job (nonzero exit of mpirun).
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
@@ -208,8 +210,8 @@ int run(const vkblr::fit::FitOptions& options, const ManifestFlags& manifest, vk
       m.skip_bad_layers = manifest.on_bad_layer == "skip";
       m.quiet = options.quiet;
       m.command_line = options.command_line;
-      const vkblr::fit::ManifestReport report = vkblr::fit::run_manifest(ctx, m);
-      if (options.json) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
+      const vkblr::fit::ManifestReport report = vkblr::fit::run_manifest(ctx, m, ranks);
+      if (options.json && ranks.rank() == 0) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
     } else if (!options.eval.empty()) {
       const auto j = vkblr::fit::run_eval(ctx, options);
       std::printf("%s\n", j.dump(1).c_str());
@@ -248,13 +250,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vkblr-fit: %s\nRun with --help for more information.\n", e.what());
     return 2;
   }
-  if (!manifest.path.empty() && vkblr::fit::launched_by_mpi()) {
-    std::fprintf(stderr, "vkblr-fit: --manifest runs in one process: layers spread over the ranks of an MPI job are "
-                         "not implemented yet\n");
-    return 2;
-  }
 #ifdef VKBLR_FIT_MPI
-  // under an MPI launcher: every rank trains on its slice (fit_mpi.hpp)
+  // under an MPI launcher: every rank trains on its slice, or fits its share
+  // of a manifest's layers (fit_mpi.hpp)
   if (vkblr::fit::launched_by_mpi()) {
     std::unique_ptr<vkblr::fit::MpiRanks> ranks;
     std::string device;
@@ -269,6 +267,11 @@ int main(int argc, char** argv) {
     return run(options, manifest, *ranks, device);
   }
 #else
+  if (!manifest.path.empty() && vkblr::fit::launched_by_mpi()) {
+    std::fprintf(stderr, "vkblr-fit: built without vkblr::mpi: under an MPI launcher every process would fit every "
+                         "layer of the manifest and write the same files; run it as one process\n");
+    return 2;
+  }
   if (vkblr::fit::launched_by_mpi()) {
     std::fprintf(stderr, "vkblr-fit: built without vkblr::mpi: under an MPI launcher every process runs the whole "
                          "fit on its own\n");

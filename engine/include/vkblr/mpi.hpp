@@ -108,6 +108,10 @@ class Fingerprint {
   void add(std::string name, std::string value);
   // value = a 64-bit FNV-1a hash of the bytes, in hex
   void add_hash(std::string name, std::span<const std::byte> bytes);
+  // What makes the same kernels give the same bits on every rank: the vkblr
+  // version ("vkblr version"), the device and driver ("device") and every
+  // field of the context's GEMM policy ("gemm policy <field>").
+  void add_device(const Context& ctx);
   const std::vector<std::pair<std::string, std::string>>& fields() const noexcept { return fields_; }
 
  private:
@@ -142,7 +146,9 @@ class RankGroup {
   int local_size() const noexcept { return local_size_; }
   double timeout_s() const noexcept { return timeout_s_; }
   // The deadline of later collectives (e.g. a long one over start-up, a
-  // shorter one per step). Not collective. Throws Error unless > 0.
+  // shorter one per step). Not collective. Throws Error unless > 0;
+  // +infinity: no deadline (a rank that dies still ends the job through
+  // the launcher; one that hangs is then not noticed).
   void set_timeout_s(double seconds);
   MPI_Comm comm() const noexcept { return comm_; }
 
@@ -161,6 +167,9 @@ class RankGroup {
   // The sum of every rank's value, in rank order (f64).
   double sum(double value, std::string_view what);
   void barrier(std::string_view what);
+  // Every rank's `bytes` (any length each, up to 2^31 − 1 in all), in rank
+  // order.
+  std::vector<std::string> allgather_strings(const std::string& bytes, std::string_view what);
   // Compares every field of the ranks' fingerprints; when any differs,
   // throws Error on every rank naming each differing field with its values
   // and ranks ("vkblr::mpi: ranks disagree: gscale = 1024 on ranks 0, 2 vs
@@ -176,8 +185,6 @@ class RankGroup {
   void wait(MPI_Request& request, const char* call, std::string_view what);
   // Aborts unless rc is MPI_SUCCESS.
   void check(int rc, const char* call, std::string_view what) const;
-  // Every rank's `bytes` (any length each), in rank order.
-  std::vector<std::string> allgather_strings(const std::string& bytes, std::string_view what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -25,11 +25,7 @@ void append(std::vector<std::byte>& out, const Buffer& b) {
 Fingerprint fingerprint(const Context& ctx, const BlrLayer& layer, std::uint32_t total_tokens,
                         const BlrTrainerConfig& c, BlrTrainer& trainer) {
   Fingerprint f;
-  const Caps& caps = ctx.caps();
-  f.add("vkblr version", std::string(version()));
-  f.add("device", std::format("{} ({} {}, Vulkan {})", caps.device_name, caps.driver_name, caps.driver_info,
-                              caps.api_version_string));
-  for (auto& [name, value] : gemm_policy_fields(ctx.gemm_policy())) f.add("gemm policy " + name, std::move(value));
+  f.add_device(ctx);
   f.add("m", std::to_string(layer.m));
   f.add("n", std::to_string(layer.n));
   f.add("r", std::to_string(layer.r));

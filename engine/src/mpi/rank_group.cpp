@@ -56,7 +56,7 @@ RankGroup::~RankGroup() {
 }
 
 void RankGroup::set_timeout_s(double seconds) {
-  require(seconds > 0 && std::isfinite(seconds), "vkblr::mpi::RankGroup::set_timeout_s: {} s", seconds);
+  require(seconds > 0 && !std::isnan(seconds), "vkblr::mpi::RankGroup::set_timeout_s: {} s", seconds);
   timeout_s_ = seconds;
 }
 
@@ -89,7 +89,10 @@ void RankGroup::check(int rc, const char* call, std::string_view what) const {
 void RankGroup::wait(MPI_Request& request, const char* call, std::string_view what) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s_));
+  const auto deadline =
+      std::isinf(timeout_s_)
+          ? clock::time_point::max()
+          : start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s_));
   // Poll: MPI_Test also drives the nonblocking collective. Yield while the
   // wait is short; then sleep between polls, so a rank that waits leaves the
   // cores to ranks still computing (several ranks may share a host's cores).

@@ -35,6 +35,7 @@ nlohmann::json to_json(const LayerRow& row) {
   j["wall_s"] = json_number(row.wall_s);
   j["resumed"] = row.resumed;
   j["result"] = row.result;
+  j["mpi_rank"] = row.mpi_rank < 0 ? nlohmann::json(nullptr) : nlohmann::json(row.mpi_rank);
   return j;
 }
 
@@ -104,7 +105,8 @@ nlohmann::json to_json(const ManifestReport& report) {
             {"bits", t.bits},
             {"bpw", t.bpw},
             {"wall_s", json_number(report.wall_s)},
-            {"fit_wall_s", json_number(t.fit_wall_s)}}}};
+            {"fit_wall_s", json_number(t.fit_wall_s)},
+            {"mpi_ranks", report.mpi_ranks}}}};
 }
 
 }  // namespace vkblr::fit

@@ -13,11 +13,14 @@
 //   (report.hpp's, output errors on the held-out tokens), stages {load:
 //   {wall_s, device_s}, ...} and wall_s (of the run that fitted it),
 //   resumed (true: fitted by an earlier run, taken from the work
-//   directory), result (the layer's result file)
+//   directory), result (the layer's result file), mpi_rank (the rank of
+//   the process that fitted it or took it from the work directory; 0 in a
+//   run of one process)
 // totals:
 //   layers, fitted, resumed, skipped (counts), weights (m·n of the fitted
 //   layers), bits (theirs), bpw = bits / weights, wall_s (this run's),
-//   fit_wall_s (the rows' wall_s, resumed layers included)
+//   fit_wall_s (the rows' wall_s, resumed layers included), mpi_ranks
+//   (the processes of the run: run_manifest.hpp)
 // Non-finite numbers are written as null.
 #pragma once
 
@@ -44,12 +47,14 @@ struct LayerRow {
   double wall_s = 0;
   bool resumed = false;
   std::string result;
+  int mpi_rank = -1;  // of the process that fitted it or took it from the work directory (-1: none yet)
 };
 
 nlohmann::json to_json(const LayerRow& row);
 
 // A row as to_json writes it (a fitted layer's), read back from a layer
-// record (layer_record.hpp); throws vkblr::Error naming the field.
+// record (layer_record.hpp); throws vkblr::Error naming the field. Its
+// resumed and mpi_rank are left at false and -1: they are the run's.
 LayerRow layer_row_from_json(const JsonField& row);
 
 struct ManifestTotals {
@@ -68,6 +73,7 @@ struct ManifestReport {
   bool complete = false;
   std::vector<LayerRow> layers;
   double wall_s = 0;
+  int mpi_ranks = 1;
 };
 
 nlohmann::json to_json(const ManifestReport& report);

@@ -1,20 +1,26 @@
 #include "vkblr-fit/manifest/run_manifest.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <format>
+#include <functional>
+#include <limits>
+#include <optional>
 
-#include "vkblr-fit/blr_model.hpp"
+#include "vkblr-fit/checksum.hpp"
 #include "vkblr-fit/excerpt.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/fit_outputs.hpp"
-#include "vkblr-fit/manifest/layer_plan.hpp"
+#include "vkblr-fit/manifest/layer_fit.hpp"
 #include "vkblr-fit/manifest/layer_record.hpp"
-#include "vkblr-fit/manifest/manifest.hpp"
-#include "vkblr-fit/manifest/summary_svg.hpp"
+#include "vkblr-fit/manifest/layer_schedule.hpp"
+#include "vkblr-fit/manifest/manifest_job.hpp"
+#include "vkblr-fit/manifest/manifest_outputs.hpp"
+#include "vkblr-fit/manifest/rank_outcome.hpp"
+#include "vkblr-fit/manifest/shared_work_dir.hpp"
+#include "vkblr-fit/manifest/term_notice.hpp"
 #include "vkblr/error.hpp"
-#include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
 namespace {
@@ -24,169 +30,202 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Refuses bad layers unless they are to be skipped: all of them in one
-// message.
-void check_bad_layers(const Manifest& manifest, const std::vector<PlannedLayer>& layers, bool skip) {
-  std::string list;
-  std::size_t count = 0, fittable = 0;
-  for (const PlannedLayer& l : layers) {
-    if (l.bad.empty()) {
-      ++fittable;
-      continue;
-    }
-    if (++count <= 20) list += std::format("\n  '{}' ({}, {}): {}", excerpt(l.name), l.entry, l.weight_source, l.bad);
+// The layers to fit and which process fits which.
+struct LayerSchedule {
+  std::vector<double> cost;                     // per layer of the job (0 for a bad one)
+  std::vector<std::vector<std::size_t>> ranks;  // each rank's layers (job indices), in manifest order
+  // what every rank must share besides its device: the manifest, the
+  // plan, the flags and the layers an earlier run finished
+  std::vector<std::pair<std::string, std::string>> agreed;
+};
+
+// The schedule of the job's fittable layers over `ranks` ranks. With
+// `resume`, a layer whose record is in the work directory costs only the
+// reading of its inputs (layer_schedule.hpp).
+LayerSchedule schedule_job(const ManifestJob& job, const ManifestOptions& options, const Caps& caps, int ranks) {
+  LayerSchedule s;
+  s.cost.assign(job.layers.size(), 0.0);
+  std::vector<std::size_t> fittable;
+  std::vector<double> costs;
+  nlohmann::json plan = nlohmann::json::array();
+  std::string found;
+  for (std::size_t i = 0; i < job.layers.size(); ++i) {
+    const PlannedLayer& l = job.layers[i];
+    plan.push_back({l.name, l.entry, l.stored_shape, l.bad});
+    if (!l.bad.empty()) continue;
+    FitOptions resolved = l.options;
+    resolve_fit_defaults(resolved, caps);
+    std::error_code ec;
+    const bool done = options.resume && fs::exists(layer_files(job.work_dir, l.name).record, ec);
+    if (done) found += std::format("{}{}", found.empty() ? "" : ", ", i + 1);
+    plan.back().push_back(layer_key(l.name, resolved, l.shape, {}));  // the settings (no input is read here)
+    s.cost[i] = layer_cost(l.shape, resolved, !done);
+    fittable.push_back(i);
+    costs.push_back(s.cost[i]);
   }
-  if (count > 20) list += std::format("\n  ... and {} more", count - 20);
-  require(skip || count == 0, "manifest {}: {} bad layer(s), which vkblr-fit cannot fit (--on-bad-layer skip skips "
-          "them):{}", manifest.path, count, list);
-  require(fittable > 0, "manifest {}: no layer to fit: every layer is bad:{}", manifest.path, list);
+  for (const std::vector<std::size_t>& mine : schedule_layers(costs, ranks)) {
+    s.ranks.emplace_back();
+    for (const std::size_t k : mine) s.ranks.back().push_back(fittable[k]);
+  }
+  s.agreed = {{"manifest (xxh3)", checksum_hex(job.manifest.checksum)},
+              {"the layers planned (xxh3)", checksum_hex(xxh3_64(plan.dump()))},
+              {"--resume", options.resume ? "yes" : "no"},
+              {"--on-bad-layer", options.skip_bad_layers ? "skip" : "fail"},
+              {"layers with a record in the work directory", found.empty() ? "none" : found}};
+  return s;
 }
 
-// The checks of prepare_fit_outputs for the three outputs and the work
-// directory (created here); removes the outputs' stale temporaries.
-std::string prepare_outputs(const FitOutputPaths& paths, const std::string& out, const Manifest& manifest,
-                            const std::vector<PlannedLayer>& layers) {
-  const std::string work_dir = out + ".layers";
-  const std::string outputs[] = {paths.safetensors, paths.json, paths.svg, work_dir};
-  for (const std::string& output : outputs) {
-    require(!same_file(output, manifest.path), "--out {}: the output {} is the manifest {}: choose another --out", out,
-            output, manifest.path);
-    for (const PlannedLayer& l : layers) {
-      for (const std::string* input : {&l.options.weight_path, &l.options.activations_path}) {
-        require(!same_file(output, *input), "--out {}: the output {} is an input of layer '{}', {}: choose another "
-                "--out", out, output, excerpt(l.name), *input);
+// "layers 2, 4, 5: NAME, NAME, NAME"
+std::string layers_line(const ManifestJob& job, const std::vector<std::size_t>& layers) {
+  if (layers.empty()) return "no layer to fit (more ranks than layers to fit)";
+  std::string numbers, names;
+  for (const std::size_t i : layers) {
+    numbers += std::format("{}{}", numbers.empty() ? "" : ", ", i + 1);
+    names += (names.empty() ? "" : ", ") + excerpt(job.layers[i].name);
+  }
+  return std::format("layers {}: {}", numbers, names);
+}
+
+// What a rank of several says when the launcher ends it (term_notice.hpp).
+std::string term_text(const ManifestJob& job, const ManifestOptions& options, const LayerSchedule& s, int rank) {
+  std::string by_rank;
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    std::string numbers;
+    for (const std::size_t i : s.ranks[r]) numbers += std::format("{}{}", numbers.empty() ? "" : ",", i + 1);
+    by_rank += std::format("{}rank {}: {}", r ? "; " : "", r, numbers.empty() ? "none" : numbers);
+  }
+  return std::format("vkblr-fit: rank {}: ended by SIGTERM (the launcher ends every rank when one dies); layers by "
+                     "rank: {}. Every layer finished is in {}; vkblr-fit --manifest {} --out {} --resume (with any "
+                     "number of ranks, or one process) fits the others\n",
+                     rank, by_rank, job.work_dir, options.manifest, options.out);
+}
+
+// Fits (or takes from the work directory) `mine`, the layers of this
+// process, one after another, until one fails or after_layer says stop.
+RankOutcome fit_layers(Context& ctx, const ManifestJob& job, const ManifestOptions& options,
+                       const std::vector<double>& cost, const std::vector<std::size_t>& mine, int rank, bool several,
+                       const std::function<void(const std::string&)>& say) {
+  const LayerFitSettings settings{.work_dir = job.work_dir,
+                                  .resume = options.resume,
+                                  .quiet = options.quiet || several,
+                                  .command_line = options.command_line,
+                                  .say = say};
+  RankOutcome outcome;
+  for (const std::size_t i : mine) {
+    const std::string label = layer_label(job, i);
+    try {
+      const Clock::time_point t0 = Clock::now();
+      LayerRow row = fit_manifest_layer(ctx, job.layers[i], settings, label);
+      row.mpi_rank = rank;
+      if (!row.resumed) {
+        outcome.fitted_cost += cost[i];
+        outcome.fitted_s += seconds_since(t0);
+        if (several) {
+          say(std::format("{}: done in {:.1f} s; held-out output error {:.4e} (init {:.4e})", label, row.wall_s,
+                          row.trained.output, row.init.output));
+        }
       }
+      outcome.rows.emplace_back(i, row);
+      if (options.after_layer && !options.after_layer(row)) {
+        say(std::format("vkblr-fit: stopped after {}, as asked; --resume continues", label));
+        outcome.stopped = true;
+        break;
+      }
+    } catch (const Error& e) {
+      outcome.error = std::format("{} ({}){}: {}", label, job.layers[i].entry,
+                                  several ? std::format(" on rank {}", rank) : "", e.what());
+      break;
     }
   }
-  for (const std::string& output : {paths.safetensors, paths.json, paths.svg}) check_creatable(output);
-  std::error_code ec;
-  if (!fs::is_directory(work_dir, ec)) {
-    require(!fs::exists(work_dir, ec), "--out {}: {} is in the way of the work directory: it is not a directory", out,
-            work_dir);
-    check_creatable(work_dir);
-    fs::create_directory(work_dir);
-  }
-  for (const std::string& output : {paths.safetensors, paths.json, paths.svg}) remove_stale_temporaries(output);
-  return work_dir;
+  return outcome;
 }
 
-// A row of what the plan knows of a layer; a fitted layer's row adds its
-// fit's report (which names its inputs as the single-layer run does).
-LayerRow planned_row(const PlannedLayer& l) {
-  LayerRow row;
-  row.name = l.name;
-  row.entry = l.entry;
-  row.weight_source = l.weight_source;
-  row.activation_source = l.options.activations_path;
-  row.stored_shape = l.stored_shape;
-  row.skipped = l.bad;
-  return row;
-}
-
-LayerRow fitted_row(const PlannedLayer& l, const FitReport& report, const std::string& result) {
-  LayerRow row = planned_row(l);
-  row.weight_source = report.weight_source;
-  row.activation_source = report.activation_source;
-  row.shape = report.bpw.shape;
-  row.scale_dtype = report.bpw.scale_dtype;
-  row.init = report.init;
-  row.trained = report.trained;
-  row.stages = report.stages;
-  row.wall_s = report.wall_s;
-  row.result = result;
-  return row;
+// How much longer than the usual deadline this rank waits for the others
+// at the end (run_manifest.hpp): twice the largest share at its own pace,
+// or without a deadline when it has fitted nothing to measure that by.
+double end_wait_s(const RankOutcome& mine, const LayerSchedule& s) {
+  if (mine.fitted_cost <= 0) return std::numeric_limits<double>::infinity();
+  double max_load = 0;
+  for (const double load : schedule_loads(s.cost, s.ranks)) max_load = std::max(max_load, load);
+  return 2 * mine.fitted_s / mine.fitted_cost * max_load;
 }
 
 }  // namespace
 
-ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
+ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRanks& ranks) {
   const Clock::time_point t_start = Clock::now();
+  const bool several = ranks.size() > 1;
+  const int rank = ranks.rank();
   const auto say = [&](const std::string& line) {
-    if (!options.quiet) std::fprintf(stderr, "%s\n", line.c_str());
+    if (options.quiet) return;
+    const std::string text = several ? std::format("rank {}: {}\n", rank, line) : line + "\n";
+    std::fputs(text.c_str(), stderr);  // one call: the lines of ranks do not mix
   };
-  const Manifest manifest = read_manifest(options.manifest);
-  const std::vector<PlannedLayer> layers = plan_layers(manifest, ctx.caps());
-  check_bad_layers(manifest, layers, options.skip_bad_layers);
-  FitOptions out_options;
-  out_options.out = options.out;
-  const FitOutputPaths paths = fit_output_paths(out_options);
-  const std::string work_dir = prepare_outputs(paths, options.out, manifest, layers);
+  const ManifestJob job = plan_manifest_job(options.manifest, options.out, options.skip_bad_layers, ctx.caps());
+  // (a step that sets the planned layers' ranks goes here: the costs, the
+  // plan the ranks agree on and the fits all follow job.layers[i].shape)
+  prepare_shared_work_dir(ranks, job.work_dir, options.out, [&] { prepare_manifest_outputs(job, options.out); });
+  const LayerSchedule schedule = schedule_job(job, options, ctx.caps(), ranks.size());
+  try {
+    ranks.check_agreement(ctx, schedule.agreed);
+  } catch (const Error& e) {
+    fail("{}\nThe ranks of a manifest run must run the same manifest on devices of one kind and driver under one "
+         "GEMM policy: else their layers would not be the bits one process gives them.", e.what());
+  }
+
+  if (rank == 0) {
+    say(std::format("vkblr-fit: manifest {}: {} layer(s); work directory {}{}", job.manifest.path, job.layers.size(),
+                    job.work_dir, several ? std::format("; {} ranks", ranks.size()) : ""));
+    if (several) {
+      say(std::format("vkblr-fit: a rank that dies ends the job; every layer finished stays in {}, and the same "
+                      "command with --resume (any number of ranks, or one process) fits the others",
+                      job.work_dir));
+    }
+    for (std::size_t i = 0; i < job.layers.size(); ++i) {
+      if (!job.layers[i].bad.empty()) say(std::format("{}: skipped: {}", layer_label(job, i), job.layers[i].bad));
+    }
+  }
+  std::optional<TermNotice> notice;
+  if (several) {
+    say(layers_line(job, schedule.ranks[static_cast<std::size_t>(rank)]));
+    notice.emplace(term_text(job, options, schedule, rank));
+  }
+
+  const RankOutcome mine =
+      fit_layers(ctx, job, options, schedule.cost, schedule.ranks[static_cast<std::size_t>(rank)], rank, several, say);
+  bool stopped = false;
+  std::vector<std::optional<LayerRow>> rows =
+      gather_outcomes(ranks, mine, job.layers.size(), end_wait_s(mine, schedule), job.work_dir, stopped);
 
   ManifestReport report{.tool_version = std::string(vkblr::version()),
                         .command_line = options.command_line,
                         .device = ctx.caps().device_name + " (" + ctx.caps().driver_info + ")",
-                        .manifest = manifest.path,
-                        .manifest_checksum = manifest.checksum};
-  say(std::format("vkblr-fit: manifest {}: {} layer(s); work directory {}", manifest.path, layers.size(), work_dir));
-
-  BlrModel model;
-  model.tool_version = report.tool_version;
-  model.manifest_checksum = manifest.checksum;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const PlannedLayer& l = layers[i];
-    const std::string label = std::format("layer {}/{} '{}'", i + 1, layers.size(), excerpt(l.name));
-    if (!l.bad.empty()) {
-      say(std::format("{}: skipped: {}", label, l.bad));
-      report.layers.push_back(planned_row(l));
-      continue;
-    }
-    const LayerFiles files = layer_files(work_dir, l.name);
-    FitOptions o = l.options;
-    o.out = files.prefix;
-    o.quiet = options.quiet;
-    o.command_line = options.command_line;
-    FitOptions resolved = o;
-    resolve_fit_defaults(resolved, ctx.caps());
-    std::optional<LayerRow> row;
-    try {
-      std::error_code ec;
-      if (options.resume && fs::exists(files.record, ec)) {  // (the checksums read the inputs whole)
-        std::string why;
-        row = find_layer_record(files, l.name, layer_key(l.name, resolved, l.shape, input_checksums(resolved)), why);
-        if (row) {
-          row->resumed = true;
-          say(std::format("{}: done by an earlier run ({})", label, files.result));
-        } else {
-          say(std::format("{}: fitting it again: {}", label, why));
-        }
-      }
-      if (!row) {
-        say(std::format("{}: {}x{}, {} paths of rank {}; {}", label, l.shape.m, l.shape.n, l.shape.paths, l.shape.rank,
-                        l.weight_source));
-        fs::remove(files.record, ec);  // a record of an earlier fit names another result
-        const FitReport fit = run_fit(ctx, o);
-        row = fitted_row(l, fit, files.result);
-        remove_stale_temporaries(files.record);
-        write_layer_record(files, l.name, layer_key(l.name, resolved, l.shape, fit.inputs), *row);
-      }
-      BlrResult result = read_blr_result(files.result);
-      require(result.shape == l.shape, "{}: the layer is {}x{} of rank {}, not the {}x{} of rank {} planned",
-              files.result, result.shape.m, result.shape.n, result.shape.rank, l.shape.m, l.shape.n, l.shape.rank);
-      model.layers.push_back({l.name, std::move(result)});
-    } catch (const Error& e) {
-      fail("{} ({}): {}", label, l.entry, e.what());
-    }
-    report.layers.push_back(*row);
-    if (options.after_layer && !options.after_layer(*row)) {
-      say(std::format("vkblr-fit: stopped after {}, as asked; --resume continues", label));
-      report.wall_s = seconds_since(t_start);
-      return report;
-    }
+                        .manifest = job.manifest.path,
+                        .manifest_checksum = job.manifest.checksum,
+                        .mpi_ranks = ranks.size()};
+  for (std::size_t i = 0; i < job.layers.size(); ++i) {
+    if (!job.layers[i].bad.empty()) report.layers.push_back(planned_row(job.layers[i]));
+    if (rows[i]) report.layers.push_back(std::move(*rows[i]));
   }
-
-  report.complete = true;
-  const std::string model_bytes = serialize_blr_model(paths.safetensors, model);
+  report.complete = !stopped;
+  if (stopped || rank != 0) {
+    report.wall_s = seconds_since(t_start);
+    return report;
+  }
+  const std::string model_bytes = manifest_model_bytes(job, report.layers);
   report.wall_s = seconds_since(t_start);
+  write_manifest_outputs(job, model_bytes, report);
   const ManifestTotals totals = manifest_totals(report.layers);
-  write_fit_outputs(paths, model_bytes, json_file_text(to_json(report)),
-                    manifest_summary_svg(report.layers,
-                                         std::format("vkblr-fit {}: {} layers, {:.4f} bpw", manifest.path,
-                                                     totals.fitted, totals.bpw)));
   say(std::format("vkblr-fit: {} layer(s) fitted ({} from an earlier run), {} skipped; {:.4f} bits per weight over {} "
-                  "weights; {:.1f} s; wrote {}.safetensors, .json, .svg",
+                  "weights; {:.1f} s{}; wrote {}.safetensors, .json, .svg",
                   totals.fitted, totals.resumed, totals.skipped, totals.bpw, totals.weights, report.wall_s,
-                  options.out));
+                  several ? std::format(" on {} ranks", ranks.size()) : "", options.out));
   return report;
+}
+
+ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
+  LocalRanks one;
+  return run_manifest(ctx, options, one);
 }
 
 }  // namespace vkblr::fit
