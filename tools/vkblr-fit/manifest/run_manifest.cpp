@@ -12,6 +12,7 @@
 #include "vkblr-fit/manifest/layer_plan.hpp"
 #include "vkblr-fit/manifest/layer_record.hpp"
 #include "vkblr-fit/manifest/manifest.hpp"
+#include "vkblr-fit/manifest/model_allocation.hpp"
 #include "vkblr-fit/manifest/summary_svg.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
@@ -104,9 +105,12 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
   const auto say = [&](const std::string& line) {
     if (!options.quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
-  const Manifest manifest = read_manifest(options.manifest);
-  const std::vector<PlannedLayer> layers = plan_layers(manifest, ctx.caps());
+  Manifest manifest = read_manifest(options.manifest);
+  if (options.model_bpw) size_by_model_bpw(manifest, *options.model_bpw);
+  std::vector<PlannedLayer> layers = plan_layers(manifest, ctx.caps());
   check_bad_layers(manifest, layers, options.skip_bad_layers);
+  std::optional<ModelBudget> budget;
+  if (options.model_bpw) budget = check_model_budget(layers, *options.model_bpw);
   FitOptions out_options;
   out_options.out = options.out;
   const FitOutputPaths paths = fit_output_paths(out_options);
@@ -118,6 +122,13 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
                         .manifest = manifest.path,
                         .manifest_checksum = manifest.checksum};
   say(std::format("vkblr-fit: manifest {}: {} layer(s); work directory {}", manifest.path, layers.size(), work_dir));
+  std::vector<std::optional<LayerAllocation>> allocations(layers.size());
+  if (budget) {
+    ModelRanks ranks = allocate_model_ranks(ctx, layers, *budget, options.quiet);
+    report.allocation = ranks.summary;
+    report.stages = std::move(ranks.stages);
+    allocations = std::move(ranks.layers);
+  }
 
   BlrModel model;
   model.tool_version = report.tool_version;
@@ -166,6 +177,7 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options) {
     } catch (const Error& e) {
       fail("{} ({}): {}", label, l.entry, e.what());
     }
+    row->allocation = allocations[i];
     report.layers.push_back(*row);
     if (options.after_layer && !options.after_layer(*row)) {
       say(std::format("vkblr-fit: stopped after {}, as asked; --resume continues", label));

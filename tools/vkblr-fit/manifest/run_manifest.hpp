@@ -16,9 +16,15 @@
 // file) is taken from there, not fitted again; a run resumed after any
 // number of layers ends with the same PREFIX.safetensors, byte for byte,
 // as a run never interrupted.
+//
+// With model_bpw (vkblr-fit --model-bpw), the ranks come from one bit
+// budget for the whole model (model_allocation.hpp), allocated before the
+// first layer is fitted; a layer's allocated rank is part of its record's
+// key, so a resumed layer of another rank is fitted again.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +39,7 @@ struct ManifestOptions {
   bool resume = false;                // take matching layers from PREFIX.layers/
   bool skip_bad_layers = false;       // skip the bad layers (layer_plan.hpp); false: refuse them
   bool quiet = false;                 // no progress on stderr
+  std::optional<double> model_bpw;    // a bit budget for the whole model (model_allocation.hpp)
   std::vector<std::string> command_line;
   // Called after each layer is done (fitted or taken from the work
   // directory), with its row; returning false stops the run there, as if
@@ -43,7 +50,7 @@ struct ManifestOptions {
 
 // Runs the manifest. Throws vkblr::Error before any layer is fitted for a
 // bad manifest, a bad layer without skip_bad_layers (every bad layer
-// listed), no layer left to fit, an output that is one of the inputs or
+// listed), no layer left to fit, a model_bpw out of its bounds, an output that is one of the inputs or
 // cannot be created; and, naming the layer, for any error of its fit.
 ManifestReport run_manifest(Context& ctx, const ManifestOptions& options);
 
