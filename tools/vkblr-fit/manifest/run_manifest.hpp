@@ -50,8 +50,9 @@ struct ManifestOptions {
 
 // Runs the manifest. Throws vkblr::Error before any layer is fitted for a
 // bad manifest, a bad layer without skip_bad_layers (every bad layer
-// listed), no layer left to fit, a model_bpw out of its bounds, an output that is one of the inputs or
-// cannot be created; and, naming the layer, for any error of its fit.
+// listed), no layer left to fit, a model_bpw out of its bounds, an
+// output that is one of the inputs or cannot be created; and, naming the
+// layer, for any error of its fit.
 ManifestReport run_manifest(Context& ctx, const ManifestOptions& options);
 
 }  // namespace vkblr::fit
