@@ -5,7 +5,10 @@
 # the bad layer named, nothing written), runs with --on-bad-layer skip
 # (exit 0; --json prints the report: complete, one layer skipped) and,
 # again with --resume, takes both layers from the work directory and
-# writes the same model file.
+# writes the same model file. --model-bpw: refused without --manifest, for
+# a value that is no positive number, and for a manifest whose defaults
+# give every layer a rank; a manifest without one runs under the budget,
+# with the allocation's table on stderr and in the report.
 if(NOT FIT OR NOT PYTHON OR NOT WORK)
   message(FATAL_ERROR "fit_manifest_cli.cmake needs -DFIT=..., -DPYTHON=... and -DWORK=...")
 endif()
@@ -30,9 +33,12 @@ def matrix(m, n, s):
 write("w.safetensors", {"l.0.weight": matrix(64, 64, 0.05), "l.1.weight": matrix(64, 64, 0.05),
                         "l.1.bias": ([64], [0.5] * 64)})
 write("x.safetensors", {"l.0": matrix(320, 64, 1.0), "l.1": matrix(320, 64, 1.0)})
+layers = [{"weight": "w.safetensors", "tensors": "l.*", "activations": "x.safetensors",
+           "activations_tensor": "{module}"}]
 json.dump({"defaults": {"rank": 32, "batch": 64, "tokens": 256, "held_out": 64, "steps": 4},
-           "layers": [{"weight": "w.safetensors", "tensors": "l.*", "activations": "x.safetensors",
-                       "activations_tensor": "{module}"}]}, open("job.json", "w"))
+           "layers": layers}, open("job.json", "w"))
+json.dump({"defaults": {"batch": 64, "tokens": 256, "held_out": 64, "steps": 4}, "layers": layers},
+          open("budget.json", "w"))
 ]=])
 execute_process(COMMAND ${PYTHON} make_inputs.py WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -67,7 +73,17 @@ if(NOT first STREQUAL again)
   string(APPEND failures "\n  the resumed run's m.safetensors differs from the first run's")
 endif()
 
+run(2 "" "--model-bpw goes with --manifest" --model-bpw 2)
+run(2 "" "--model-bpw nan: want a positive number" --manifest job.json --model-bpw nan)
+run(1 "" "--model-bpw 4: manifest job.json gives 'rank' or 'bpw' in 'defaults'"
+    --manifest job.json --out m --on-bad-layer skip --model-bpw 4 --quiet)
+# two 64x64 layers: 3.28 bpw at rank 32 each, 5.53 at 64; 4.5 pays for one step
+run(0 "\"allocation\": {.*\"model_bpw\": 4.5"
+    "--model-bpw 4.5: 4.40[0-9]+ bpw .*rank +bpw +curve error +layer\n +(32|64) +[0-9.]+ +[0-9.]+ +l.0.weight \\(64x64\\)"
+    --manifest budget.json --out b --on-bad-layer skip --model-bpw 4.5 --json)
+
 if(failures)
   message(FATAL_ERROR "vkblr-fit --manifest:${failures}")
 endif()
-message(STATUS "vkblr-fit --manifest: bad layers refused or skipped, the report on stdout, a resumed run the same file")
+message(STATUS "vkblr-fit --manifest: bad layers refused or skipped, the report on stdout, a resumed run the same file, "
+               "--model-bpw refused or run")

@@ -22,6 +22,9 @@ struct BitsPerWeight {
   std::uint64_t sign_bits = 0, scale_bits = 0, metadata_bits = 0, weights = 0;
   double sign_bpw = 0, scale_bpw = 0, metadata_bpw = 0, total = 0;
 
+  // Everything the layer stores: sign + scale + metadata bits.
+  std::uint64_t bits() const { return sign_bits + scale_bits + metadata_bits; }
+
   // The formula with this layer's numbers and each term, e.g.
   // "bpw = [P·r·(m+n) = 2·384·(3584+1024) = 3538944 sign bits + 16·P·(m+n+r)
   //  = ... scale bits + 128 metadata bits] / (m·n = 3670016) = 0.9643 +

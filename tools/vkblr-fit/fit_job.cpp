@@ -270,6 +270,8 @@ void resolve_fit_defaults(FitOptions& o, const Caps& caps) {
   require(*o.warmup < o.steps, "--warmup {} must be below --steps {}", *o.warmup, o.steps);
 }
 
+DataSpec fit_data_spec(const FitOptions& resolved, std::uint32_t family_rank) { return data_spec(resolved, family_rank); }
+
 FitReport run_fit(Context& ctx, FitOptions o) {
   LocalRanks local;
   return run_fit(ctx, std::move(o), local);

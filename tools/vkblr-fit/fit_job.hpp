@@ -7,6 +7,7 @@
 
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
+#include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/report.hpp"
 #include "vkblr/context.hpp"
 
@@ -19,6 +20,11 @@ namespace vkblr::fit {
 // vkblr::Error for inconsistent sizes (tokens or held-out not a multiple of
 // the batch, ...).
 void resolve_fit_defaults(FitOptions& options, const Caps& caps);
+
+// Where a run's W and X come from: the files or synthetic family of
+// `resolved` (resolve_fit_defaults' options); `family_rank` is the
+// synthetic families' rank when the options give none (the layer's).
+DataSpec fit_data_spec(const FitOptions& resolved, std::uint32_t family_rank);
 
 // Trains (or resumes from options.resume) and writes <out>.safetensors,
 // <out>.json and <out>.svg (and <out>.ckpt with checkpoint_every). Progress

@@ -7,6 +7,8 @@
 //   vkblr-fit --eval out.safetensors [--weight ...]   re-evaluate a saved layer
 //   vkblr-fit --manifest job.json [--resume]          every layer of a checkpoint
 //                                     (manifest/run_manifest.hpp)
+//   vkblr-fit --manifest job.json --model-bpw B       ... under one bit budget
+//                                     (manifest/model_allocation.hpp)
 //   mpirun -np N vkblr-fit ...        N ranks, each on its slice of every batch,
 //                                     or with --manifest on its share of the layers
 //                                     (built with vkblr::mpi; docs/mpi.md)
@@ -20,12 +22,14 @@
 // error on one rank of several ends the whole job (nonzero exit of mpirun).
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,21 +65,29 @@ const CLI::Validator kPositiveCount(
     "POSITIVE");
 
 // --manifest and the flags that go with it: --out, --resume (without a
-// value), --on-bad-layer, --quiet, --json, --validate. Any other flag is
-// refused with it: the manifest gives each layer's inputs and settings.
+// value), --on-bad-layer, --model-bpw, --quiet, --json, --validate. Any
+// other flag is refused with it: the manifest gives each layer's inputs
+// and settings.
 struct ManifestFlags {
   std::string path;
   std::string on_bad_layer = "fail";
   bool resume = false;  // --resume given (without a value)
+  std::optional<double> model_bpw;
 };
 
 // Throws vkblr::Error for flags that do not go together: a --manifest
-// with a single-layer flag or --resume FILE; --on-bad-layer or a bare
-// --resume without --manifest.
+// with a single-layer flag or --resume FILE; --on-bad-layer, --model-bpw
+// or a bare --resume without --manifest; and for a --model-bpw that is not
+// a positive number.
 void check_manifest_flags(const CLI::App& app, const vkblr::fit::FitOptions& o, const ManifestFlags& m) {
   const bool resume_given = app.get_option("--resume")->count() > 0;
+  if (m.model_bpw) {
+    vkblr::require(std::isfinite(*m.model_bpw) && *m.model_bpw > 0,
+                   "--model-bpw {}: want a positive number of bits per weight", *m.model_bpw);
+  }
   if (m.path.empty()) {
     vkblr::require(app.get_option("--on-bad-layer")->count() == 0, "--on-bad-layer goes with --manifest");
+    vkblr::require(!m.model_bpw, "--model-bpw goes with --manifest: a single layer's budget is --bpw");
     vkblr::require(!resume_given || !o.resume.empty(),
                    "--resume: name the checkpoint to continue from (without a value it goes with --manifest)");
     return;
@@ -85,7 +97,8 @@ void check_manifest_flags(const CLI::App& app, const vkblr::fit::FitOptions& o, 
   for (const CLI::Option* option : app.get_options()) {
     const std::string flag = option->get_name(false, true);
     if (option->count() == 0 || flag == "--manifest" || flag == "--out" || flag == "--resume" ||
-        flag == "--on-bad-layer" || flag == "--quiet" || flag == "--json" || flag == "--validate") {
+        flag == "--on-bad-layer" || flag == "--model-bpw" || flag == "--quiet" || flag == "--json" ||
+        flag == "--validate") {
       continue;
     }
     std::string key = flag.substr(2);
@@ -179,6 +192,9 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv, ManifestFlags
                  "with --manifest: a layer vkblr-fit cannot fit (not 2-D, m or n not a multiple of 16, ...) fails "
                  "the run, or is skipped")
       ->check(CLI::IsMember({"fail", "skip"}));
+  app.add_option("--model-bpw", manifest.model_bpw,
+                 "with --manifest: bits per weight of the whole model; the ranks of the layers without their own rank "
+                 "or bpw are allocated where the error falls fastest");
   app.add_flag("--quiet", o.quiet, "no progress output");
   app.add_flag("--json", o.json, "print the report as JSON on stdout");
   app.add_flag("--validate", o.validate, "Khronos validation on; any message fails the run (slow)");
@@ -208,6 +224,7 @@ int run(const vkblr::fit::FitOptions& options, const ManifestFlags& manifest, vk
       m.out = options.out;
       m.resume = manifest.resume;
       m.skip_bad_layers = manifest.on_bad_layer == "skip";
+      m.model_bpw = manifest.model_bpw;
       m.quiet = options.quiet;
       m.command_line = options.command_line;
       const vkblr::fit::ManifestReport report = vkblr::fit::run_manifest(ctx, m, ranks);

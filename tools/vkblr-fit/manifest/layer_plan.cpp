@@ -129,6 +129,7 @@ std::vector<PlannedLayer> plan_layers(const Manifest& manifest, const Caps& caps
       for (const auto& [w, captures] : matched) {
         PlannedLayer layer;
         layer.entry = entry.label;
+        layer.sized = entry.sized;
         layer.options = entry.settings;
         layer.options.weight_path = weight_path;
         layer.options.tensor = weights.npy ? "" : w->name;

@@ -31,6 +31,7 @@ struct PlannedLayer {
   std::string stored_shape;   // W's shape as stored, "[4096, 1024]"
   // a fittable layer's shape, its rank from the settings' rank or bpw
   LayerShape shape;
+  bool sized = false;  // its entry gives "rank" or "bpw" itself (ManifestEntry::sized)
   // why W cannot be a blr layer (empty when it can): not 2-D, a dtype
   // vkblr-fit does not read, m or n not a multiple of 16, or a rank or bpw
   // the shape does not allow

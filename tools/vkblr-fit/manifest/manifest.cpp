@@ -72,6 +72,7 @@ ManifestEntry parse_entry(const JsonField& e, std::size_t index, const FitOption
   entry.label = std::format("layers[{}]", index);
   entry.settings = defaults;
   apply_settings(e, true, entry.settings);
+  entry.sized = e.contains("rank") || e.contains("bpw");
   entry.weight_path = text(e["weight"]);
   entry.activations = text(e["activations"]);
   require(!(e.contains("tensor") && e.contains("tensors")), "{}: 'tensor' (one layer) and 'tensors' (a pattern) "
@@ -106,7 +107,10 @@ Manifest read_manifest(const std::string& path) {
             path, excerpt(key));
   }
   FitOptions defaults;
-  if (top.contains("defaults")) apply_settings(top["defaults"], false, defaults);
+  if (top.contains("defaults")) {
+    apply_settings(top["defaults"], false, defaults);
+    m.defaults_sized = top["defaults"].contains("rank") || top["defaults"].contains("bpw");
+  }
   const JsonField layers = top["layers"];
   require(layers.size() >= 1, "manifest {}: 'layers' is empty: name at least one layer", path);
   for (std::size_t i = 0; i < layers.size(); ++i) m.entries.push_back(parse_entry(layers[i], i, defaults));

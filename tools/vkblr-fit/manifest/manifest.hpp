@@ -23,6 +23,9 @@
 //                         ("{module}.input"); may be left out for a file of
 //                         one tensor
 //   any setting           overrides "defaults" for this entry's layers
+// With vkblr-fit --model-bpw (model_allocation.hpp) an entry's own "rank"
+// or "bpw" sizes its layers, which keep that size; the budget sizes the
+// others, and "defaults" may hold neither.
 // Strings are not empty. A relative file path is relative to the
 // manifest's directory. The "tensor" of an entry is one name: a '*' in it
 // is refused with a hint to "tensors".
@@ -46,12 +49,14 @@ struct ManifestEntry {
   std::string activations;         // template of X's path (resolved once expanded)
   std::string activations_tensor;  // template; empty: the file's only tensor
   FitOptions settings;             // FitOptions' defaults, then "defaults", then the entry's
+  bool sized = false;              // the entry gives "rank" or "bpw" itself
 };
 
 struct Manifest {
   std::string path;
   std::string directory;  // where relative paths start
   std::uint64_t checksum = 0;  // XXH3-64 of the file's bytes
+  bool defaults_sized = false;  // "defaults" gives "rank" or "bpw"
   std::vector<ManifestEntry> entries;
 };
 

@@ -4,6 +4,7 @@
 #include <format>
 
 #include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/manifest/model_allocation.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 
@@ -33,11 +34,13 @@ void check_bad_layers(const Manifest& manifest, const std::vector<PlannedLayer>&
 }  // namespace
 
 ManifestJob plan_manifest_job(const std::string& manifest_path, const std::string& out, bool skip_bad_layers,
-                              const Caps& caps) {
+                              std::optional<double> model_bpw, const Caps& caps) {
   ManifestJob job;
   job.manifest = read_manifest(manifest_path);
+  if (model_bpw) size_by_model_bpw(job.manifest, *model_bpw);
   job.layers = plan_layers(job.manifest, caps);
   check_bad_layers(job.manifest, job.layers, skip_bad_layers);
+  if (model_bpw) job.budget = check_model_budget(job.layers, *model_bpw);
   FitOptions out_options;
   out_options.out = out;
   job.paths = fit_output_paths(out_options);

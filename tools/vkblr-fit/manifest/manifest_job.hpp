@@ -4,12 +4,14 @@
 // and the work directory made.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr-fit/manifest/layer_plan.hpp"
 #include "vkblr-fit/manifest/manifest.hpp"
+#include "vkblr-fit/manifest/rank_allocation.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {
@@ -19,14 +21,17 @@ struct ManifestJob {
   std::vector<PlannedLayer> layers;  // in the manifest's order, bad ones included
   FitOutputPaths paths;              // PREFIX.safetensors, .json, .svg
   std::string work_dir;              // PREFIX.layers
+  std::optional<ModelBudget> budget; // with --model-bpw (model_allocation.hpp)
 };
 
 // Reads and plans the manifest (plan_layers with `caps`) for the outputs
 // of --out `out`. Throws vkblr::Error, before anything is written, for a
 // bad manifest, a bad layer unless `skip_bad_layers` (every bad layer
-// listed), no layer left to fit, a bad --out.
+// listed), no layer left to fit, a bad --out, a `model_bpw` the manifest
+// cannot meet (model_allocation.hpp: the layers it sizes are planned at
+// rank 32 until allocate_model_ranks sets their ranks).
 ManifestJob plan_manifest_job(const std::string& manifest_path, const std::string& out, bool skip_bad_layers,
-                              const Caps& caps);
+                              std::optional<double> model_bpw, const Caps& caps);
 
 // Checks the outputs (and the work directory) as prepare_fit_outputs does
 // one layer's: none of them is the manifest or an input of a layer, each

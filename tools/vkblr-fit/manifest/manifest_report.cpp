@@ -12,6 +12,34 @@ ErrorSummary errors_from_json(const JsonField& e) {
   return {e["weight"].number(), e["output"].number(), e["activation_weighted"].number()};
 }
 
+nlohmann::json to_json(const LayerAllocation& a, const LayerRow& row) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (std::size_t k = 0; k < a.curve.size(); ++k) {
+    const std::uint32_t rank = static_cast<std::uint32_t>(32 * (k + 1));
+    curve.push_back({{"rank", rank},
+                     {"bpw", bits_per_weight({row.shape.m, row.shape.n, rank, row.shape.paths}, row.scale_dtype).total},
+                     {"error", json_number(a.curve[k])}});
+  }
+  return {{"by", a.by_manifest ? "manifest" : "budget"}, {"rank", row.shape.rank}, {"curve", curve}};
+}
+
+nlohmann::json to_json(const ModelAllocationSummary& s) {
+  const auto per_weight = [&](std::uint64_t bits) {
+    return static_cast<double>(bits) / static_cast<double>(s.budget.weights);
+  };
+  return {{"model_bpw", s.budget.model_bpw},
+          {"bpw", s.allocation.bpw},
+          {"bits", s.allocation.bits},
+          {"budget_bits", s.budget.budget_bits},
+          {"weights", s.budget.weights},
+          {"least_bpw", per_weight(s.budget.least_bits)},
+          {"most_bpw", per_weight(s.budget.most_bits)},
+          {"layers_by_budget", s.by_budget},
+          {"layers_by_manifest", s.by_manifest},
+          {"steps", s.allocation.steps},
+          {"method", kAllocationMethod}};
+}
+
 }  // namespace
 
 nlohmann::json to_json(const LayerRow& row) {
@@ -29,13 +57,14 @@ nlohmann::json to_json(const LayerRow& row) {
   j["paths"] = row.shape.paths;
   j["scale_dtype"] = std::string(scale_dtype_name(row.scale_dtype));
   j["bpw"] = b.total;
-  j["bits"] = b.sign_bits + b.scale_bits + b.metadata_bits;
+  j["bits"] = b.bits();
   j["errors"] = {{"init", to_json(row.init)}, {"trained", to_json(row.trained)}};
   j["stages"] = row.stages;
   j["wall_s"] = json_number(row.wall_s);
   j["resumed"] = row.resumed;
   j["result"] = row.result;
   j["mpi_rank"] = row.mpi_rank < 0 ? nlohmann::json(nullptr) : nlohmann::json(row.mpi_rank);
+  if (row.allocation) j["allocation"] = to_json(*row.allocation, row);
   return j;
 }
 
@@ -78,14 +107,23 @@ ManifestTotals manifest_totals(std::span<const LayerRow> rows) {
     if (row.resumed) ++t.resumed;
     const BitsPerWeight b = bits_per_weight(row.shape, row.scale_dtype);
     t.weights += b.weights;
-    t.bits += b.sign_bits + b.scale_bits + b.metadata_bits;
+    t.bits += b.bits();
     t.fit_wall_s += row.wall_s;
+    t.weighted_init_error += static_cast<double>(b.weights) * row.init.output;
+    t.weighted_trained_error += static_cast<double>(b.weights) * row.trained.output;
   }
-  t.bpw = t.weights == 0 ? 0.0 : static_cast<double>(t.bits) / static_cast<double>(t.weights);
+  if (t.weights == 0) return t;
+  const double weights = static_cast<double>(t.weights);
+  t.bpw = static_cast<double>(t.bits) / weights;
+  t.weighted_init_error /= weights;
+  t.weighted_trained_error /= weights;
   return t;
 }
 
-nlohmann::json to_json(const ManifestReport& report) {
+namespace {
+
+// The report but for --model-bpw's fields.
+nlohmann::json report_json(const ManifestReport& report) {
   nlohmann::json rows = nlohmann::json::array();
   for (const LayerRow& row : report.layers) rows.push_back(to_json(row));
   const ManifestTotals t = manifest_totals(report.layers);
@@ -104,9 +142,22 @@ nlohmann::json to_json(const ManifestReport& report) {
             {"weights", t.weights},
             {"bits", t.bits},
             {"bpw", t.bpw},
+            {"weighted_output_error",
+             {{"init", json_number(t.weighted_init_error)}, {"trained", json_number(t.weighted_trained_error)}}},
             {"wall_s", json_number(report.wall_s)},
             {"fit_wall_s", json_number(t.fit_wall_s)},
             {"mpi_ranks", report.mpi_ranks}}}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ManifestReport& report) {
+  nlohmann::json j = report_json(report);
+  if (report.allocation) {
+    j["totals"]["allocation"] = to_json(*report.allocation);
+    j["stages"] = report.stages;
+  }
+  return j;
 }
 
 }  // namespace vkblr::fit

@@ -3,7 +3,8 @@
 //
 //   tool_version, command_line [..], device, manifest (its path),
 //   manifest_xxh3, complete (false: the run stopped before the outputs),
-//   layers [row, ...], totals {...}
+//   layers [row, ...], totals {...}, and with --model-bpw stages
+//   {allocate: {wall_s, device_s}} (the curves and the allocation)
 // A row:
 //   name, entry ("layers[2]"), weight ("file:tensor"), activations,
 //   stored_shape ("[4096, 1024]"), skipped (null, or why the layer was
@@ -15,26 +16,44 @@
 //   resumed (true: fitted by an earlier run, taken from the work
 //   directory), result (the layer's result file), mpi_rank (the rank of
 //   the process that fitted it or took it from the work directory; 0 in a
-//   run of one process)
+//   run of one process), and with --model-bpw allocation {by: "budget"
+//   (the rank allocated) or "manifest" (the entry's own rank or bpw,
+//   kept), rank, curve [{rank, bpw, error}, ...] (rank_curve.hpp's
+//   held-out init errors; empty for "manifest")}
 // totals:
 //   layers, fitted, resumed, skipped (counts), weights (m·n of the fitted
 //   layers), bits (theirs), bpw = bits / weights, wall_s (this run's),
 //   fit_wall_s (the rows' wall_s, resumed layers included), mpi_ranks
-//   (the processes of the run: run_manifest.hpp)
+//   (the processes of the run: run_manifest.hpp),
+//   weighted_output_error {init, trained}: the model's weighted error
+//   Σ m·n·e / Σ m·n over the fitted layers, e a row's held-out output
+//   error (rank_allocation.hpp), and with --model-bpw
+//   allocation {model_bpw (B), bpw (the allocation's: bits / weights),
+//   bits, budget_bits (the most bits whose bpw is at most B), weights,
+//   least_bpw, most_bpw (the bounds B must lie in), layers_by_budget,
+//   layers_by_manifest, steps (rank steps given), method}
 // Non-finite numbers are written as null.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "vkblr-fit/json_input.hpp"
 #include "vkblr-fit/layer_shape.hpp"
+#include "vkblr-fit/manifest/rank_allocation.hpp"
 #include "vkblr-fit/report.hpp"
 
 namespace vkblr::fit {
+
+// How --model-bpw sized a layer (model_allocation.hpp).
+struct LayerAllocation {
+  bool by_manifest = false;   // the entry's own rank or bpw, kept
+  std::vector<double> curve;  // held-out init error at ranks 32, 64, ...; empty when by_manifest
+};
 
 struct LayerRow {
   std::string name, entry, weight_source, activation_source, stored_shape;
@@ -48,6 +67,7 @@ struct LayerRow {
   bool resumed = false;
   std::string result;
   int mpi_rank = -1;  // of the process that fitted it or took it from the work directory (-1: none yet)
+  std::optional<LayerAllocation> allocation;  // with --model-bpw (not read from a layer record)
 };
 
 nlohmann::json to_json(const LayerRow& row);
@@ -61,8 +81,18 @@ struct ManifestTotals {
   std::uint64_t layers = 0, fitted = 0, resumed = 0, skipped = 0;
   std::uint64_t weights = 0, bits = 0;
   double bpw = 0, fit_wall_s = 0;
+  // the model's weighted held-out output error Σ m·n·e / Σ m·n of the
+  // rows' init and trained errors (0 without fitted layers)
+  double weighted_init_error = 0, weighted_trained_error = 0;
 };
 ManifestTotals manifest_totals(std::span<const LayerRow> rows);
+
+// --model-bpw: the budget and the allocation over the layers.
+struct ModelAllocationSummary {
+  ModelBudget budget;
+  RankAllocation allocation;
+  std::uint64_t by_budget = 0, by_manifest = 0;  // layers
+};
 
 struct ManifestReport {
   std::string tool_version;
@@ -74,6 +104,8 @@ struct ManifestReport {
   std::vector<LayerRow> layers;
   double wall_s = 0;
   int mpi_ranks = 1;
+  std::optional<ModelAllocationSummary> allocation;  // with --model-bpw
+  nlohmann::json stages = nlohmann::json::object();  // the run's own stages (allocate)
 };
 
 nlohmann::json to_json(const ManifestReport& report);

@@ -17,6 +17,7 @@
 #include "vkblr-fit/manifest/layer_schedule.hpp"
 #include "vkblr-fit/manifest/manifest_job.hpp"
 #include "vkblr-fit/manifest/manifest_outputs.hpp"
+#include "vkblr-fit/manifest/model_allocation.hpp"
 #include "vkblr-fit/manifest/rank_outcome.hpp"
 #include "vkblr-fit/manifest/shared_work_dir.hpp"
 #include "vkblr-fit/manifest/term_notice.hpp"
@@ -161,10 +162,15 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
     const std::string text = several ? std::format("rank {}: {}\n", rank, line) : line + "\n";
     std::fputs(text.c_str(), stderr);  // one call: the lines of ranks do not mix
   };
-  const ManifestJob job = plan_manifest_job(options.manifest, options.out, options.skip_bad_layers, ctx.caps());
-  // (a step that sets the planned layers' ranks goes here: the costs, the
-  // plan the ranks agree on and the fits all follow job.layers[i].shape)
+  ManifestJob job =
+      plan_manifest_job(options.manifest, options.out, options.skip_bad_layers, options.model_bpw, ctx.caps());
   prepare_shared_work_dir(ranks, job.work_dir, options.out, [&] { prepare_manifest_outputs(job, options.out); });
+  // --model-bpw sets the planned layers' ranks: the costs, the plan the
+  // ranks agree on and the fits all follow job.layers[i].shape. Every rank
+  // measures every curve (the same bits on devices the ranks agree on);
+  // rank 0 prints the table.
+  std::optional<ModelRanks> allocated;
+  if (job.budget) allocated = allocate_model_ranks(ctx, job.layers, *job.budget, options.quiet || rank != 0);
   const LayerSchedule schedule = schedule_job(job, options, ctx.caps(), ranks.size());
   try {
     ranks.check_agreement(ctx, schedule.agreed);
@@ -203,9 +209,15 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
                         .manifest = job.manifest.path,
                         .manifest_checksum = job.manifest.checksum,
                         .mpi_ranks = ranks.size()};
+  if (allocated) {
+    report.allocation = allocated->summary;
+    report.stages = allocated->stages;
+  }
   for (std::size_t i = 0; i < job.layers.size(); ++i) {
     if (!job.layers[i].bad.empty()) report.layers.push_back(planned_row(job.layers[i]));
-    if (rows[i]) report.layers.push_back(std::move(*rows[i]));
+    if (!rows[i]) continue;
+    if (allocated) rows[i]->allocation = allocated->layers[i];
+    report.layers.push_back(std::move(*rows[i]));
   }
   report.complete = !stopped;
   if (stopped || rank != 0) {

@@ -18,9 +18,8 @@
 // resumed after any number of layers ends with the same
 // PREFIX.safetensors, byte for byte, as a run never interrupted.
 //
-// The steps: plan (manifest_job.hpp) → [a step that changes the planned
-// layers' ranks would go here] → the work directory (shared_work_dir.hpp)
-// → the schedule (layer_schedule.hpp) → each process fits its layers
+// The steps: plan (manifest_job.hpp) → the work directory
+// (shared_work_dir.hpp) → with model_bpw, the ranks allocated → the schedule (layer_schedule.hpp) → each process fits its layers
 // (layer_fit.hpp) → every process's rows gathered → rank 0 writes the
 // outputs from the work directory (manifest_outputs.hpp).
 //
@@ -46,9 +45,16 @@
 // rank that hangs is noticed. A rank that has fitted none has no pace to
 // go by and waits without a deadline; rank 0, which fits the largest layer
 // (layer_schedule.hpp), has one whenever a layer is to be fitted.
+//
+// With model_bpw (vkblr-fit --model-bpw), the ranks come from one bit
+// budget for the whole model (model_allocation.hpp), allocated before the
+// first layer is fitted (by every rank alike); a layer's allocated rank is
+// part of its record's key, so a resumed layer of another rank is fitted
+// again.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +70,7 @@ struct ManifestOptions {
   bool resume = false;                // take matching layers from PREFIX.layers/
   bool skip_bad_layers = false;       // skip the bad layers (layer_plan.hpp); false: refuse them
   bool quiet = false;                 // no progress on stderr
+  std::optional<double> model_bpw;    // a bit budget for the whole model (model_allocation.hpp)
   std::vector<std::string> command_line;
   // Called on the process that holds a layer after it is done (fitted or
   // taken from the work directory), with its row; returning false stops
@@ -79,7 +86,7 @@ struct ManifestOptions {
 // one skipped); rank 0 alone writes the three outputs. Throws vkblr::Error,
 // on every rank and before any layer is fitted, for a bad manifest, a bad
 // layer without skip_bad_layers (every bad layer listed), no layer left to
-// fit, an output that is one of the inputs or cannot be created, ranks that
+// fit, a model_bpw out of its bounds, an output that is one of the inputs or cannot be created, ranks that
 // disagree or do not share the work directory; and, after every rank has
 // stopped, naming each layer that failed, for any error of a fit.
 ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRanks& ranks);

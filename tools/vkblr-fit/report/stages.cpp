@@ -16,6 +16,7 @@ std::string_view stage_name(Stage stage) {
     case Stage::refit: return "refit";
     case Stage::train: return "train";
     case Stage::write: return "write";
+    case Stage::allocate: return "allocate";
   }
   return "?";
 }

@@ -1,5 +1,5 @@
 // stages.hpp — the stages of a vkblr-fit run (load, statistics, init,
-// refit, train, write): each with its own progress bar on the terminal
+// refit, train, write; a manifest run's allocate, for --model-bpw): each with its own progress bar on the terminal
 // (plain lines in a log, nothing when quiet) and its wall time and device
 // busy time (the context's per-batch timestamps, Profiler counters) for
 // the report.
@@ -23,7 +23,7 @@
 
 namespace vkblr::fit {
 
-enum class Stage { load, statistics, init, refit, train, write };
+enum class Stage { load, statistics, init, refit, train, write, allocate };
 std::string_view stage_name(Stage stage);  // "load", ...
 
 struct StageTime {
