@@ -322,6 +322,7 @@ void Recorder::State::record(const Dispatch& d, OpTransients* op) {
   std::array<Range, kMaxBindings> ranges{};
   std::array<bool, kMaxBindings> is_write{};
   std::array<bool, kMaxBindings> pending{};
+  std::array<std::size_t, kMaxBindings> pool_index{};  // a transient binding's buffer in `pool`
   std::array<Range, kMaxBindings> placed{};
   std::array<bool, kMaxBindings> placed_write{};
   std::uint32_t n_placed = 0;
@@ -336,6 +337,7 @@ void Recorder::State::record(const Dispatch& d, OpTransients* op) {
       handles[i] = detail::from_handle<VkBuffer>(b.buffer);
       ranges[i] = {b.buffer_id, b.offset, b.offset + b.size};
     } else if (const std::size_t* held = op ? op->find(b.transient) : nullptr) {
+      pool_index[i] = *held;
       place(i, pool[*held].buffer);
     } else {
       pending[i] = true;
@@ -349,16 +351,17 @@ void Recorder::State::record(const Dispatch& d, OpTransients* op) {
     if (!pending[i]) continue;
     const Binding& b = d.bindings[i];
     require(op != nullptr, "Recorder: dispatch '{}' binds a transient outside an op", d.name);
-    const std::size_t* held = op->find(b.transient);  // bound twice by this dispatch
-    if (!held) {
-      op->held.push_back({b.transient, acquire(b.offset + b.size, barrier_coming)});
-      held = &op->held.back().second;
+    if (const std::size_t* held = op->find(b.transient)) {  // bound twice by this dispatch
+      pool_index[i] = *held;
+    } else {
+      pool_index[i] = acquire(b.offset + b.size, barrier_coming);
+      op->held.push_back({b.transient, pool_index[i]});
     }
-    place(i, pool[*held].buffer);
+    place(i, pool[pool_index[i]].buffer);
   }
   track(ranges.data(), is_write.data(), d.binding_count);
   for (std::uint32_t i = 0; i < d.binding_count; ++i) {
-    if (d.bindings[i].transient != 0) pool[*op->find(d.bindings[i].transient)].last_epoch = epoch;
+    if (d.bindings[i].transient != 0) pool[pool_index[i]].last_epoch = epoch;
   }
 
   // Descriptors: every slot the kernel declares; unbound ones get the dummy.
