@@ -5,8 +5,11 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <filesystem>
+#include <span>
+#include <string_view>
 
 #include "support/fit_files.hpp"
+#include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 
 using Catch::Matchers::ContainsSubstring;
@@ -48,6 +51,32 @@ TEST_CASE("write_files_atomic: when one file cannot be written, no file is touch
   CHECK(vkt::read_raw_file(a) == "old layer");
   CHECK(vkt::read_raw_file(b) == "old report");
   CHECK(dir.entries().size() == entries_before + 1);  // the directory made above; no temporary
+}
+
+TEST_CASE("write_files_atomic: a produced file is its pieces; a producer that throws leaves every file as it was",
+          "[file_io]") {
+  vkt::TempDir dir;
+  const std::string a = dir.file("model.safetensors"), b = dir.file("model.json");
+  vkt::write_raw_file(a, "old model");
+  vkt::write_raw_file(b, "old report");
+  const auto pieces = [](const vkblr::AppendBytes& append) {
+    for (const std::string_view piece : {"first ", "", "second ", "third"}) append(std::as_bytes(std::span(piece)));
+  };
+  vkblr::FileToWrite produced{.path = a, .bytes = "ignored", .produce = pieces};
+  const vkblr::FileToWrite set[] = {produced, {b, "report"}};
+  vkblr::write_files_atomic(set);
+  CHECK(vkt::read_raw_file(a) == "first second third");
+  CHECK(vkt::read_raw_file(b) == "report");
+
+  produced.produce = [](const vkblr::AppendBytes& append) {
+    append(std::as_bytes(std::span(std::string_view("half a model"))));
+    vkblr::fail("layer 3 cannot be read");
+  };
+  const vkblr::FileToWrite failing[] = {{b, "new report"}, produced};
+  CHECK_THAT(vkt::error_of([&] { vkblr::write_files_atomic(failing); }), ContainsSubstring("layer 3 cannot be read"));
+  CHECK(vkt::read_raw_file(a) == "first second third");
+  CHECK(vkt::read_raw_file(b) == "report");
+  CHECK(dir.entries().size() == 2);  // no temporary left
 }
 
 TEST_CASE("remove_stale_temporaries removes only write_file_atomic's leftovers", "[file_io]") {

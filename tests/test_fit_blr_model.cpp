@@ -1,14 +1,23 @@
 // The model file of vkblr-fit --manifest (blr_model.hpp): a round trip of
 // layers of both scale dtypes, every layer under its name with its
 // metadata, the model's bits per weight, the same bytes for the same
-// layers; damaged, truncated and foreign files refused with a message.
+// layers, streamed one layer at a time as built whole; damaged, truncated
+// and foreign files, and a layer that changes while it is written, refused
+// with a message.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <format>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "support/blr_ref.hpp"
 #include "support/fit_files.hpp"
 #include "vkblr-fit/blr_model.hpp"
 #include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/checksum.hpp"
+#include "vkblr-fit/file_checksums.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"
 
 using namespace vkblr::fit;
@@ -100,4 +109,67 @@ TEST_CASE("blr model: files that are not what the format says are refused", "[fi
   CHECK_THAT(vkt::error_of([&] { serialize_blr_model(path, model); }), ContainsSubstring("layer 'blocks.4.w' twice"));
   model.layers.clear();
   CHECK_THAT(vkt::error_of([&] { serialize_blr_model(path, model); }), ContainsSubstring("at least one layer"));
+}
+
+TEST_CASE("blr model: streamed one layer at a time, the bytes of the whole file built in memory", "[fit][manifest]") {
+  vkt::TempDir dir;
+  const BlrModel model = sample_model();
+  const std::string path = dir.file("model.safetensors");
+  // the reference: every tensor and entry in one in-memory writer
+  ChecksummedWriter whole;
+  nlohmann::json names = nlohmann::json::array();
+  for (const BlrModelLayer& layer : model.layers) {
+    add_blr_layer(whole, layer.name + ".", layer.result, path);
+    whole.set_metadata(layer.name + ".tool_version", layer.result.tool_version);
+    names.push_back(layer.name);
+  }
+  whole.set_metadata("format", "vkblr-blr-model");
+  whole.set_metadata("format_version", "1");
+  whole.set_metadata("tool_version", model.tool_version);
+  whole.set_metadata("manifest_xxh3", checksum_hex(model.manifest_checksum));
+  whole.set_metadata("layers", names.dump());
+  whole.set_metadata("bpw", std::format("{}", model_bits_per_weight(model.layers)));
+
+  std::vector<int> loads(model.layers.size(), 0);
+  const auto load = [&](std::size_t i) {
+    ++loads[i];
+    return model.layers[i].result;
+  };
+  const vkblr::FileToWrite file =
+      stream_blr_model(path, {model.layers[0].name, model.layers[1].name}, load, model.tool_version,
+                       model.manifest_checksum);
+  CHECK(loads == std::vector<int>{1, 1});  // the header's pass
+  vkt::write_raw_file(path, "old");
+  const vkblr::FileToWrite files[] = {file};
+  vkblr::write_files_atomic(files);
+  CHECK(loads == std::vector<int>{2, 2});
+  CHECK(vkt::read_raw_file(path) == whole.serialize());
+  CHECK(read_blr_model(path).layers.size() == 2);
+  CHECK(dir.entries().size() == 1);  // no temporary left
+}
+
+TEST_CASE("blr model: a layer that changes between the header and the data is refused", "[fit][manifest][errors]") {
+  vkt::TempDir dir;
+  const BlrModel model = sample_model();
+  const std::string path = dir.file("model.safetensors");
+  int calls = 0;
+  const auto load = [&](std::size_t i) {
+    BlrResult r = model.layers[i].result;
+    if (i == 1 && ++calls == 2) r.paths[0].bits_u[0] ^= 1u;  // the second load of layer 2
+    return r;
+  };
+  const vkblr::FileToWrite file =
+      stream_blr_model(path, {model.layers[0].name, model.layers[1].name}, load, model.tool_version,
+                       model.manifest_checksum);
+  vkt::write_raw_file(path, "old");
+  const vkblr::FileToWrite files[] = {file};
+  CHECK_THAT(vkt::error_of([&] { vkblr::write_files_atomic(files); }),
+             ContainsSubstring("layer 'blocks.5.w' is not what it was when the file's header was made (tensor "
+                               "'blocks.5.w.path0.bits_u')"));
+  CHECK(vkt::read_raw_file(path) == "old");
+  CHECK(dir.entries().size() == 1);  // the temporary removed
+  // and a load that fails in the header's pass fails at once, naming nothing written
+  const auto broken = [&](std::size_t) -> BlrResult { vkblr::fail("layer {} unreadable", 7); };
+  CHECK_THAT(vkt::error_of([&] { stream_blr_model(path, {"a"}, broken, "v", 0); }),
+             ContainsSubstring("layer 7 unreadable"));
 }

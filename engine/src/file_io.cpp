@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "vkblr/error.hpp"
@@ -22,34 +24,58 @@ std::filesystem::path directory_of(const std::filesystem::path& target) {
   return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
 }
 
-// `data` in a new temporary file beside `path` (mode 0644, fsync'ed);
-// returns its name. Throws naming `path` (the temporary removed).
-std::string write_temporary(const std::string& path, const void* data, std::size_t bytes) {
+// Writes all of [data, data + bytes) to `fd`; false with errno set on an
+// error.
+bool write_all(int fd, const std::byte* data, std::size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, data, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// A new temporary file beside `path` (mode 0644, fsync'ed) holding what
+// `produce` appends; returns its name. Throws naming `path`, or what
+// `produce` throws, the temporary removed.
+std::string write_temporary(const std::string& path, const std::function<void(const AppendBytes&)>& produce) {
   const std::filesystem::path target(path);
   std::string tmp =
       (directory_of(target) / ("." + target.filename().string() + std::string(kTemporarySuffix))).string();
   const int fd = mkstemp(tmp.data());
   require(fd >= 0, "cannot write {}: {}", path, std::strerror(errno));
-  const char* p = static_cast<const char*>(data);
-  std::size_t left = bytes;
   bool ok = true;
-  while (left > 0 && ok) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) {
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
+  int saved = 0;
+  try {
+    produce([&](std::span<const std::byte> piece) {
+      if (ok && !write_all(fd, piece.data(), piece.size())) {
+        ok = false;
+        saved = errno;
+      }
+    });
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
-  ok = ok && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
-  const int saved = errno;
+  if (ok && (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0)) {
+    ok = false;
+    saved = errno;
+  }
   ::close(fd);
   if (!ok) {
     ::unlink(tmp.c_str());
     fail("cannot write {}: {}", path, std::strerror(saved));
   }
   return tmp;
+}
+
+std::string write_temporary(const std::string& path, const void* data, std::size_t bytes) {
+  return write_temporary(path, [&](const AppendBytes& append) {
+    append(std::span(static_cast<const std::byte*>(data), bytes));
+  });
 }
 
 void fsync_directory_of(const std::string& path) {
@@ -100,7 +126,8 @@ void write_files_atomic(std::span<const FileToWrite> files) {
     for (const FileToWrite& f : files) {
       std::error_code ec;
       require(!std::filesystem::is_directory(f.path, ec), "cannot write {}: it is a directory", f.path);
-      temporaries.push_back(detail::write_temporary(f.path, f.bytes.data(), f.bytes.size()));
+      temporaries.push_back(f.produce ? detail::write_temporary(f.path, f.produce)
+                                      : detail::write_temporary(f.path, f.bytes.data(), f.bytes.size()));
     }
   } catch (...) {
     remove_temporaries(0);

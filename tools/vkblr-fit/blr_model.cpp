@@ -2,9 +2,13 @@
 
 #include <format>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <set>
+#include <span>
 
 #include "vkblr-fit/bpw.hpp"
+#include "vkblr-fit/checksum.hpp"
+#include "vkblr-fit/file_checksums.hpp"
 #include "vkblr-fit/excerpt.hpp"
 #include "vkblr-fit/json_input.hpp"
 #include "vkblr/error.hpp"
@@ -16,38 +20,94 @@ constexpr std::string_view kFormat = "vkblr-blr-model";
 
 }  // namespace
 
-double model_bits_per_weight(std::span<const BlrModelLayer> layers) {
+namespace {
+
+// Σ bits and Σ m·n of the layers, for the model's bpw.
+struct ModelBits {
   std::uint64_t bits = 0, weights = 0;
-  for (const BlrModelLayer& layer : layers) {
-    const BitsPerWeight b = bits_per_weight(layer.result.shape, layer.result.scale_dtype);
+  void add(const BlrResult& result) {
+    const BitsPerWeight b = bits_per_weight(result.shape, result.scale_dtype);
     bits += b.sign_bits + b.scale_bits + b.metadata_bits;
     weights += b.weights;
   }
-  return weights == 0 ? 0.0 : static_cast<double>(bits) / static_cast<double>(weights);
+  double bpw() const { return weights == 0 ? 0.0 : static_cast<double>(bits) / static_cast<double>(weights); }
+};
+
+// One layer's tensors and its tool_version, under "NAME.".
+void add_model_layer(ChecksummedWriter& writer, const std::string& name, const BlrResult& result,
+                     const std::string& path) {
+  const std::string prefix = name + ".";
+  add_blr_layer(writer, prefix, result, path);
+  writer.set_metadata(prefix + "tool_version", result.tool_version);
+}
+
+}  // namespace
+
+double model_bits_per_weight(std::span<const BlrModelLayer> layers) {
+  ModelBits sum;
+  for (const BlrModelLayer& layer : layers) sum.add(layer.result);
+  return sum.bpw();
+}
+
+FileToWrite stream_blr_model(const std::string& path, const std::vector<std::string>& names,
+                             const std::function<BlrResult(std::size_t)>& load, const std::string& tool_version,
+                             std::uint64_t manifest_checksum) {
+  require(!names.empty(), "writing {}: a model file needs at least one layer", path);
+  auto head = std::make_shared<ChecksummedWriter>(false);
+  std::set<std::string> seen;
+  nlohmann::json list = nlohmann::json::array();
+  ModelBits sum;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    require(!name.empty(), "writing {}: a layer without a name", path);
+    require(!name.starts_with("xxh3:"), "writing {}: layer name '{}': names starting with 'xxh3:' are the "
+            "checksums'", path, excerpt(name));
+    require(seen.insert(name).second, "writing {}: layer '{}' twice", path, excerpt(name));
+    const BlrResult result = load(i);
+    add_model_layer(*head, name, result, path);
+    sum.add(result);
+    list.push_back(name);
+  }
+  head->set_metadata("format", std::string(kFormat));
+  head->set_metadata("format_version", std::to_string(kBlrModelFormatVersion));
+  head->set_metadata("tool_version", tool_version);
+  head->set_metadata("manifest_xxh3", checksum_hex(manifest_checksum));
+  head->set_metadata("layers", list.dump());
+  head->set_metadata("bpw", std::format("{}", sum.bpw()));
+
+  FileToWrite file{.path = path};
+  file.produce = [path, names, load, head, header = head->header()](const AppendBytes& append) {
+    append(std::as_bytes(std::span(header)));
+    std::uint64_t written = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      ChecksummedWriter layer;
+      add_model_layer(layer, names[i], load(i), path);
+      for (const auto& [tensor, checksum] : layer.tensor_checksums()) {
+        const auto it = head->tensor_checksums().find(tensor);
+        require(it != head->tensor_checksums().end() && it->second == checksum,
+                "writing {}: layer '{}' is not what it was when the file's header was made (tensor '{}')", path,
+                excerpt(names[i]), excerpt(tensor));
+      }
+      layer.append_data(append);
+      written += layer.data_bytes();
+    }
+    require(written == head->data_bytes(), "writing {}: {} bytes of tensors for a header of {}", path, written,
+            head->data_bytes());
+  };
+  return file;
 }
 
 std::string serialize_blr_model(const std::string& path, const BlrModel& model) {
-  require(!model.layers.empty(), "writing {}: a model file needs at least one layer", path);
-  ChecksummedWriter writer;
-  std::set<std::string> names;
-  nlohmann::json list = nlohmann::json::array();
-  for (const BlrModelLayer& layer : model.layers) {
-    require(!layer.name.empty(), "writing {}: a layer without a name", path);
-    require(!layer.name.starts_with("xxh3:"), "writing {}: layer name '{}': names starting with 'xxh3:' are the "
-            "checksums'", path, excerpt(layer.name));
-    require(names.insert(layer.name).second, "writing {}: layer '{}' twice", path, excerpt(layer.name));
-    const std::string prefix = layer.name + ".";
-    add_blr_layer(writer, prefix, layer.result, path);
-    writer.set_metadata(prefix + "tool_version", layer.result.tool_version);
-    list.push_back(layer.name);
-  }
-  writer.set_metadata("format", std::string(kFormat));
-  writer.set_metadata("format_version", std::to_string(kBlrModelFormatVersion));
-  writer.set_metadata("tool_version", model.tool_version);
-  writer.set_metadata("manifest_xxh3", checksum_hex(model.manifest_checksum));
-  writer.set_metadata("layers", list.dump());
-  writer.set_metadata("bpw", std::format("{}", model_bits_per_weight(model.layers)));
-  return writer.serialize();
+  std::vector<std::string> names;
+  for (const BlrModelLayer& layer : model.layers) names.push_back(layer.name);
+  const FileToWrite file = stream_blr_model(
+      path, names, [&](std::size_t i) { return model.layers[i].result; }, model.tool_version,
+      model.manifest_checksum);
+  std::string out;
+  file.produce([&](std::span<const std::byte> piece) {
+    out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+  });
+  return out;
 }
 
 BlrModel read_blr_model(const std::string& path) {

@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "vkblr-fit/blr_result.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
 
@@ -50,6 +52,19 @@ double model_bits_per_weight(std::span<const BlrModelLayer> layers);
 // or repeated name, a name starting with "xxh3:", and every error of
 // serialize_blr_result (naming `path`).
 std::string serialize_blr_model(const std::string& path, const BlrModel& model);
+
+// The model file of the layers names[i], each the result load(i) returns,
+// as a file for vkblr::write_files_atomic that is written one layer at a
+// time (a manifest run's model need not fit in memory). load(i) is called
+// twice per layer: here, in order, for the header (every tensor's place and
+// checksum, the bpw), and when the file is written, in order, for its
+// tensors. The bytes are serialize_blr_model's for the same layers. Throws
+// here as serialize_blr_model does, and what load throws; the write throws
+// vkblr::Error naming the layer when a load gives other tensors than its
+// first one gave.
+FileToWrite stream_blr_model(const std::string& path, const std::vector<std::string>& names,
+                             const std::function<BlrResult(std::size_t)>& load, const std::string& tool_version,
+                             std::uint64_t manifest_checksum);
 
 // Reads and validates a model file: format and version, the checksums,
 // the layer list (strings, none twice), every layer as read_blr_result

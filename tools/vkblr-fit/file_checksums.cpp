@@ -61,12 +61,20 @@ void ChecksummedWriter::set_metadata(const std::string& key, std::string value) 
   metadata_[key] = std::move(value);
 }
 
+std::string ChecksummedWriter::header() const {
+  std::map<std::string, std::string> all = metadata_;
+  for (const auto& [name, checksum] : tensor_checksums_) all[std::string(kPrefix) + name] = checksum;
+  all[std::string(kMetadataKey)] = metadata_checksum(metadata_);
+  return writer_.header_with(all);
+}
+
 std::string ChecksummedWriter::serialize() const {
-  SafetensorsWriter writer = writer_;
-  for (const auto& [key, value] : metadata_) writer.set_metadata(key, value);
-  for (const auto& [name, checksum] : tensor_checksums_) writer.set_metadata(std::string(kPrefix) + name, checksum);
-  writer.set_metadata(kMetadataKey, metadata_checksum(metadata_));
-  return writer.serialize();
+  std::string out = header();
+  out.reserve(out.size() + data_bytes());
+  append_data([&](std::span<const std::byte> piece) {
+    out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+  });
+  return out;
 }
 
 void verify_checksums(SafetensorsReader& reader) {

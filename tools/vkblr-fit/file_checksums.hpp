@@ -22,9 +22,12 @@
 namespace vkblr::fit {
 
 // A SafetensorsWriter that records the checksums above. Throws as
-// SafetensorsWriter does.
+// SafetensorsWriter does; keep_data false as SafetensorsWriter's (the
+// checksums are taken all the same).
 class ChecksummedWriter {
  public:
+  explicit ChecksummedWriter(bool keep_data = true) : writer_(keep_data) {}
+
   void add_f32(const std::string& name, std::vector<std::uint64_t> shape, std::span<const float> values);
   // Stored as F16, rounded to nearest even.
   void add_f16(const std::string& name, std::vector<std::uint64_t> shape, std::span<const float> values);
@@ -37,6 +40,11 @@ class ChecksummedWriter {
   void set_metadata(const std::string& key, std::string value);
 
   std::string serialize() const;  // the whole file's bytes, checksums included
+  std::string header() const;     // its header, checksums included
+  void append_data(const AppendBytes& append) const { writer_.append_data(append); }
+  std::uint64_t data_bytes() const { return writer_.data_bytes(); }
+  // "xxh3:" entries' values by tensor name
+  const std::map<std::string, std::string>& tensor_checksums() const { return tensor_checksums_; }
 
  private:
   SafetensorsWriter writer_;

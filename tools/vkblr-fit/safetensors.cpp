@@ -322,7 +322,7 @@ void SafetensorsWriter::add_bytes(std::string name, Dtype dtype, std::vector<std
           dtype_name(dtype), shape_text(shape), bytes.size());
   const std::uint64_t begin = entries_.empty() ? 0 : entries_.back().info.end;
   entries_.push_back({TensorInfo{std::move(name), dtype, std::move(shape), begin, begin + bytes.size()},
-                      std::vector<std::byte>(bytes.begin(), bytes.end())});
+                      keep_data_ ? std::vector<std::byte>(bytes.begin(), bytes.end()) : std::vector<std::byte>{}});
 }
 
 void SafetensorsWriter::add_f32(std::string name, std::vector<std::uint64_t> shape, std::span<const float> values) {
@@ -346,9 +346,9 @@ void SafetensorsWriter::add_u16(std::string name, std::vector<std::uint64_t> sha
 
 void SafetensorsWriter::set_metadata(std::string key, std::string value) { metadata_[std::move(key)] = std::move(value); }
 
-std::string SafetensorsWriter::serialize() const {
+std::string SafetensorsWriter::header_with(const std::map<std::string, std::string>& metadata) const {
   nlohmann::json header = nlohmann::json::object();
-  if (!metadata_.empty()) header["__metadata__"] = metadata_;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   for (const auto& e : entries_) {
     header[e.info.name] = {{"dtype", std::string(dtype_name(e.info.dtype))},
                            {"shape", e.info.shape},
@@ -359,8 +359,20 @@ std::string SafetensorsWriter::serialize() const {
   const std::uint64_t header_bytes = text.size();
   std::string out(8, '\0');
   std::memcpy(out.data(), &header_bytes, 8);
-  out += text;
-  for (const auto& e : entries_) out.append(reinterpret_cast<const char*>(e.bytes.data()), e.bytes.size());
+  return out + text;
+}
+
+void SafetensorsWriter::append_data(const AppendBytes& append) const {
+  require(keep_data_, "safetensors: this writer keeps no tensor bytes (its header only)");
+  for (const auto& e : entries_) append(e.bytes);
+}
+
+std::string SafetensorsWriter::serialize() const {
+  std::string out = header();
+  out.reserve(out.size() + data_bytes());
+  append_data([&](std::span<const std::byte> piece) {
+    out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
+  });
   return out;
 }
 

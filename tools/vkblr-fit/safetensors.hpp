@@ -26,6 +26,7 @@
 
 #include "vkblr-fit/binary_file.hpp"
 #include "vkblr-fit/matrix.hpp"
+#include "vkblr/file_io.hpp"
 
 namespace vkblr::fit {
 
@@ -102,8 +103,15 @@ class SafetensorsReader {
 // laid out in the order added; the header is padded with spaces to a
 // multiple of 8 bytes. Throws vkblr::Error for a duplicate or reserved name,
 // or values whose count does not match the shape.
+//
+// With keep_data false the writer records each tensor's name, dtype, shape
+// and place but not its bytes: header() of a file whose data is appended
+// piece by piece elsewhere (blr_model.hpp); serialize, write and
+// append_data then throw.
 class SafetensorsWriter {
  public:
+  explicit SafetensorsWriter(bool keep_data = true) : keep_data_(keep_data) {}
+
   void add_f32(std::string name, std::vector<std::uint64_t> shape, std::span<const float> values);
   // Stored as F16, rounded to nearest even (overflow becomes infinity).
   void add_f16(std::string name, std::vector<std::uint64_t> shape, std::span<const float> values);
@@ -117,6 +125,14 @@ class SafetensorsWriter {
   std::string serialize() const;          // the whole file's bytes
   void write(const std::string& path) const;  // atomic (vkblr::write_file_atomic)
 
+  // The 8-byte length and the padded JSON header, with `metadata` as its
+  // __metadata__ (header(): this writer's own).
+  std::string header_with(const std::map<std::string, std::string>& metadata) const;
+  std::string header() const { return header_with(metadata_); }
+  // Appends every tensor's stored bytes, in the file's order.
+  void append_data(const AppendBytes& append) const;
+  std::uint64_t data_bytes() const { return entries_.empty() ? 0 : entries_.back().info.end; }
+
  private:
   struct Entry {
     TensorInfo info;
@@ -124,6 +140,7 @@ class SafetensorsWriter {
   };
   std::vector<Entry> entries_;
   std::map<std::string, std::string> metadata_;
+  bool keep_data_ = true;
 };
 
 }  // namespace vkblr::fit

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,14 +23,21 @@ inline void write_file_atomic(const std::string& path, std::string_view text) {
   write_file_atomic(path, text.data(), text.size());
 }
 
-// One file of a set written together.
+// Appends the next piece of a file being written (FileToWrite::produce).
+using AppendBytes = std::function<void(std::span<const std::byte>)>;
+
+// One file of a set written together: `bytes`, or, when `produce` is set,
+// what it appends, in order (for a file too large to hold in memory at
+// once; `bytes` is then ignored). An exception from `produce` fails the
+// set as a write error does, and propagates.
 struct FileToWrite {
   std::string path;
   std::string_view bytes;
+  std::function<void(const AppendBytes& append)> produce;
 };
 
 // Writes a set of files together: first every file to its temporary
-// (fsync'ed), then, once all are written, renames them over their targets
+// (fsync'ed; each produced file's pieces in order), then, once all are written, renames them over their targets
 // in order and fsyncs their directories. When a temporary cannot be
 // written (a full disk, a missing directory, a name too long), no target
 // is touched and every temporary is removed. A target that is a directory

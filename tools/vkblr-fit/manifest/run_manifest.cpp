@@ -224,9 +224,9 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
     report.wall_s = seconds_since(t_start);
     return report;
   }
-  const std::string model_bytes = manifest_model_bytes(job, report.layers);
+  const FileToWrite model = manifest_model_file(job, report.layers);
   report.wall_s = seconds_since(t_start);
-  write_manifest_outputs(job, model_bytes, report);
+  write_manifest_outputs(job, model, report);
   const ManifestTotals totals = manifest_totals(report.layers);
   say(std::format("vkblr-fit: {} layer(s) fitted ({} from an earlier run), {} skipped; {:.4f} bits per weight over {} "
                   "weights; {:.1f} s{}; wrote {}.safetensors, .json, .svg",
