@@ -9,10 +9,10 @@
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/best_layer.hpp"
-#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/train/best_layer.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 using namespace vkblr;
 

@@ -10,10 +10,10 @@
 #include <filesystem>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/binary_file.hpp"
+#include "vkblr-fit/io/binary_file.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/npy.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/npy.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -12,10 +12,10 @@
 
 #include "support/blr_ref.hpp"
 #include "support/fit_files.hpp"
-#include "vkblr-fit/blr_model.hpp"
+#include "vkblr-fit/io/blr_model.hpp"
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/checksum.hpp"
-#include "vkblr-fit/file_checksums.hpp"
+#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr-fit/io/file_checksums.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"

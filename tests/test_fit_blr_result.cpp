@@ -10,10 +10,10 @@
 
 #include "support/blr_ref.hpp"
 #include "support/fit_files.hpp"
-#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/file_checksums.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/file_checksums.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 #include "vkblr/half.hpp"
 
 using namespace vkblr::fit;

@@ -9,10 +9,10 @@
 
 #include "support/fit_files.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/blr_result.hpp"
-#include "vkblr-fit/checkpoint.hpp"
-#include "vkblr-fit/file_checksums.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr-fit/io/checkpoint.hpp"
+#include "vkblr-fit/io/file_checksums.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

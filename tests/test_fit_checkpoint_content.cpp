@@ -16,10 +16,10 @@
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/checkpoint.hpp"
+#include "vkblr-fit/io/checkpoint.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/safetensors.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;

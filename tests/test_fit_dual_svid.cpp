@@ -15,10 +15,10 @@
 #include "support/fit_files.hpp"
 #include "support/gemm_ref.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/dual_svid.hpp"
-#include "vkblr-fit/linalg.hpp"
-#include "vkblr-fit/metrics.hpp"
-#include "vkblr-fit/sign_bits.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
+#include "vkblr-fit/init/linalg.hpp"
+#include "vkblr-fit/report/metrics.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

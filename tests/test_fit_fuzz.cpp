@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/blr_result.hpp"
-#include "vkblr-fit/checkpoint.hpp"
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr-fit/io/checkpoint.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/json_input.hpp"
-#include "vkblr-fit/npy.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr-fit/io/npy.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 using namespace vkblr::fit;
 using Json = nlohmann::json;

@@ -6,14 +6,14 @@
 
 #include "support/fit_matrices.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr-fit/init/orthonormalize.hpp"
 #include "vkblr-fit/init/randomized_svd.hpp"
-#include "vkblr-fit/linalg.hpp"
+#include "vkblr-fit/init/linalg.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/refit.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/refit/refit.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;
 using namespace vkblr::fit;

@@ -10,9 +10,9 @@
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "vkblr-fit/io/device_data.hpp"
-#include "vkblr-fit/input_range.hpp"
-#include "vkblr-fit/safetensors.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/input_range.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;

@@ -9,14 +9,14 @@
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/blr_result.hpp"
-#include "vkblr-fit/checkpoint.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr-fit/io/checkpoint.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/npy.hpp"
+#include "vkblr-fit/io/npy.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/safetensors.hpp"
-#include "vkblr-fit/sign_bits.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;

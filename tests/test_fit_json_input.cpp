@@ -8,8 +8,8 @@
 #include <string>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/excerpt.hpp"
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -11,8 +11,8 @@
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "support/manifest_files.hpp"
-#include "vkblr-fit/blr_model.hpp"
-#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/io/blr_model.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
 

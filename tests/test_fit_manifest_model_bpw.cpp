@@ -12,7 +12,7 @@
 #include "support/fit_files.hpp"
 #include "support/gpu.hpp"
 #include "support/manifest_files.hpp"
-#include "vkblr-fit/blr_model.hpp"
+#include "vkblr-fit/io/blr_model.hpp"
 #include "vkblr-fit/bpw.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "support/fit_files.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/metrics.hpp"
+#include "vkblr-fit/report/metrics.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/npy.hpp"
+#include "vkblr-fit/io/npy.hpp"
 #include "vkblr/half.hpp"
 
 using namespace vkblr::fit;

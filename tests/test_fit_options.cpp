@@ -14,7 +14,7 @@
 #include "support/gpu.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"
-#include "vkblr-fit/skip_guard.hpp"
+#include "vkblr-fit/train/skip_guard.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;

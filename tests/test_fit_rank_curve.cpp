@@ -9,14 +9,14 @@
 
 #include "support/fit_files.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/best_layer.hpp"
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/train/best_layer.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/manifest/rank_curve.hpp"
-#include "vkblr-fit/metrics.hpp"
-#include "vkblr-fit/safetensors.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/report/metrics.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 #include "vkblr/half.hpp"
 
 using namespace vkblr;

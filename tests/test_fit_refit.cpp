@@ -10,12 +10,12 @@
 #include "support/planted_fit.hpp"
 
 #include "support/host.hpp"
-#include "vkblr-fit/dual_svid.hpp"
-#include "vkblr-fit/metrics.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
+#include "vkblr-fit/report/metrics.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/refit.hpp"
-#include "vkblr-fit/sign_bits.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/refit/refit.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr::fit;
 using vkblr::BlrPathInit;

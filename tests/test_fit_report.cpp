@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/progress.hpp"
-#include "vkblr-fit/report.hpp"
-#include "vkblr-fit/svg_chart.hpp"
+#include "vkblr-fit/report/progress.hpp"
+#include "vkblr-fit/report/report.hpp"
+#include "vkblr-fit/report/svg_chart.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -9,7 +9,7 @@
 
 #include "support/fit_files.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 #include "vkblr/half.hpp"
 
 using namespace vkblr::fit;

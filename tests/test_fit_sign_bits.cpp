@@ -8,7 +8,7 @@
 
 #include "support/gemm_ref.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/sign_bits.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
 
 using namespace vkblr::fit;
 

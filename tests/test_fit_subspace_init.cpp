@@ -12,15 +12,15 @@
 #include "support/gpu.hpp"
 #include "support/planted_fit.hpp"
 
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/init_paths.hpp"
-#include "vkblr-fit/linalg.hpp"
-#include "vkblr-fit/metrics.hpp"
+#include "vkblr-fit/init/init_paths.hpp"
+#include "vkblr-fit/init/linalg.hpp"
+#include "vkblr-fit/report/metrics.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/sign_bits.hpp"
-#include "vkblr-fit/subspace_init.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr-fit/init/subspace_init.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr::fit;
 using vkblr::BlrPathInit;

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/linalg.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/init/linalg.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/blr_model.hpp"
-#include "vkblr-fit/dense_path.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/blr_model.hpp"
+#include "vkblr-fit/init/dense_path.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 namespace {
 

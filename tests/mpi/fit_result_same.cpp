@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
 
 namespace {
 

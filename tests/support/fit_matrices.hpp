@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vkblr-fit/linalg.hpp"
+#include "vkblr-fit/init/linalg.hpp"
 #include "vkblr-fit/matrix.hpp"
 #include "vkblr-fit/random.hpp"
 

@@ -5,10 +5,10 @@
 #include <catch2/catch_test_macros.hpp>
 #include <string>
 
-#include "vkblr-fit/blr_result.hpp"
+#include "vkblr-fit/io/blr_result.hpp"
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/matrix.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 namespace vkt {
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vkblr-fit/safetensors.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 #include "vkblr/file_io.hpp"
 
 namespace vkt {

@@ -8,10 +8,10 @@
 #include <span>
 #include <vector>
 
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/matrix.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/sign_bits.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
 
 namespace vkt {
 

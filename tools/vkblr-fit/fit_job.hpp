@@ -8,7 +8,7 @@
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/io/device_data.hpp"
-#include "vkblr-fit/report.hpp"
+#include "vkblr-fit/report/report.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {

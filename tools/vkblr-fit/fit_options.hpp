@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/init_paths.hpp"
+#include "vkblr-fit/init/init_paths.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr/sign.hpp"
 

@@ -1,6 +1,6 @@
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/expand_f32.hpp"
 #include "vkblr/recorder.hpp"

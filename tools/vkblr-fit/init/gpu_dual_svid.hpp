@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init/randomized_svd.hpp"
 #include "vkblr-fit/layer_shape.hpp"

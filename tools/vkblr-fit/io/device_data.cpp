@@ -4,8 +4,8 @@
 #include <format>
 #include <vector>
 
-#include "vkblr-fit/checksum.hpp"
-#include "vkblr-fit/input_range.hpp"
+#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr-fit/io/input_range.hpp"
 #include "vkblr-fit/io/f16_rows.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"

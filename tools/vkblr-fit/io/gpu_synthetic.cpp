@@ -7,7 +7,7 @@
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr-fit/init/orthonormalize.hpp"
 #include "vkblr-fit/io/f16_rows.hpp"
-#include "vkblr-fit/sign_bits.hpp"
+#include "vkblr-fit/io/sign_bits.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
 #include "vkblr/ops/optim.hpp"

@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/synthetic.hpp"
+#include "vkblr-fit/io/synthetic.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {

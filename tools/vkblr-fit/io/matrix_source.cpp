@@ -15,7 +15,7 @@
 
 #include "vkblr-fit/io/widen.hpp"
 #include "vkblr-fit/parallel.hpp"
-#include "vkblr-fit/npy.hpp"
+#include "vkblr-fit/io/npy.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

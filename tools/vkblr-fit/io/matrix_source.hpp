@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 namespace vkblr::fit {
 

@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 
 namespace vkblr::fit {
 

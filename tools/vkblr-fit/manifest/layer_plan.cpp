@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/manifest/name_pattern.hpp"
-#include "vkblr-fit/npy.hpp"
-#include "vkblr-fit/safetensors.hpp"
+#include "vkblr-fit/io/npy.hpp"
+#include "vkblr-fit/io/safetensors.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

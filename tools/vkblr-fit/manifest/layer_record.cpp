@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <format>
 
-#include "vkblr-fit/binary_file.hpp"
-#include "vkblr-fit/fit_checkpoint.hpp"
+#include "vkblr-fit/io/binary_file.hpp"
+#include "vkblr-fit/train/fit_checkpoint.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 

@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "vkblr-fit/checksum.hpp"
+#include "vkblr-fit/io/checksum.hpp"
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr-fit/manifest/manifest_report.hpp"

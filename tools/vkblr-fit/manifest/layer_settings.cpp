@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

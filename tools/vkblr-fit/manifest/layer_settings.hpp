@@ -22,7 +22,7 @@
 #include <string_view>
 
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 
 namespace vkblr::fit {
 

@@ -5,11 +5,11 @@
 #include <format>
 #include <span>
 
-#include "vkblr-fit/binary_file.hpp"
-#include "vkblr-fit/checksum.hpp"
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/binary_file.hpp"
+#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 #include "vkblr-fit/manifest/layer_settings.hpp"
 #include "vkblr/error.hpp"
 

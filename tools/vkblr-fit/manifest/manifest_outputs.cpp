@@ -2,9 +2,9 @@
 
 #include <format>
 
-#include "vkblr-fit/blr_model.hpp"
-#include "vkblr-fit/excerpt.hpp"
-#include "vkblr-fit/report.hpp"
+#include "vkblr-fit/io/blr_model.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr-fit/report/report.hpp"
 #include "vkblr-fit/manifest/summary_svg.hpp"
 #include "vkblr/error.hpp"
 

@@ -42,10 +42,10 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 #include "vkblr-fit/layer_shape.hpp"
 #include "vkblr-fit/manifest/rank_allocation.hpp"
-#include "vkblr-fit/report.hpp"
+#include "vkblr-fit/report/report.hpp"
 
 namespace vkblr::fit {
 

@@ -4,11 +4,11 @@
 #include <format>
 
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/manifest/rank_curve.hpp"
-#include "vkblr-fit/progress.hpp"
+#include "vkblr-fit/report/progress.hpp"
 #include "vkblr-fit/report/stages.hpp"
 #include "vkblr/error.hpp"
 

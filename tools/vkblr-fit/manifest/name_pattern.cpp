@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "vkblr-fit/excerpt.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "vkblr-fit/best_layer.hpp"
+#include "vkblr-fit/train/best_layer.hpp"
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/scale.hpp"

@@ -2,7 +2,7 @@
 
 #include <format>
 
-#include "vkblr-fit/json_input.hpp"
+#include "vkblr-fit/io/json_input.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "vkblr-fit/binary_file.hpp"
-#include "vkblr-fit/checksum.hpp"
+#include "vkblr-fit/io/binary_file.hpp"
+#include "vkblr-fit/io/checksum.hpp"
 #include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"

@@ -5,8 +5,8 @@
 #include <format>
 
 #include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/excerpt.hpp"
-#include "vkblr-fit/svg_chart.hpp"
+#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr-fit/report/svg_chart.hpp"
 
 namespace vkblr::fit {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <bit>
 
-#include "vkblr-fit/dense_path.hpp"
+#include "vkblr-fit/init/dense_path.hpp"
 
 namespace vkblr::fit {
 namespace {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vkblr-fit/progress.hpp"
+#include "vkblr-fit/report/progress.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {

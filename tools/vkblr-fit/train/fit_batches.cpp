@@ -3,7 +3,7 @@
 #include <format>
 
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/input_range.hpp"
+#include "vkblr-fit/io/input_range.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/recorder.hpp"

@@ -7,7 +7,7 @@
 
 #include <span>
 
-#include "vkblr-fit/dual_svid.hpp"
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/sign.hpp"
 

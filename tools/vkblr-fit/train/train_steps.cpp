@@ -4,8 +4,8 @@
 #include <chrono>
 #include <format>
 
-#include "vkblr-fit/best_layer.hpp"
-#include "vkblr-fit/skip_guard.hpp"
+#include "vkblr-fit/train/best_layer.hpp"
+#include "vkblr-fit/train/skip_guard.hpp"
 #include "vkblr-fit/train/trainer_config.hpp"
 
 namespace vkblr::fit {

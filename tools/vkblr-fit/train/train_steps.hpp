@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vkblr-fit/fit_checkpoint.hpp"
+#include "vkblr-fit/train/fit_checkpoint.hpp"
 #include "vkblr-fit/fit_options.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/report/stages.hpp"
