@@ -113,4 +113,10 @@ class ContextImpl {
 Caps query_caps(VkPhysicalDevice physical);
 bool has_device_extension(VkPhysicalDevice physical, const char* name);
 
+// The state behind a Context, for the engine's code (the public headers do
+// not expose it).
+struct ContextAccess {
+  static ContextImpl& impl(Context& ctx) noexcept { return *ctx.impl_; }
+};
+
 }  // namespace vkblr::detail

@@ -405,7 +405,9 @@ void Recorder::State::record(const Dispatch& d, OpTransients* op) {
   after_command();
 }
 
-Recorder::Recorder(Context& ctx) : s_(std::make_unique<State>()) { s_->ctx = &ctx.impl(); }
+Recorder::Recorder(Context& ctx) : s_(std::make_unique<State>()) {
+  s_->ctx = &detail::ContextAccess::impl(ctx);
+}
 Recorder::~Recorder() = default;
 
 Recorder& Recorder::add(const Dispatch& d) {

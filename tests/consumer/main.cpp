@@ -1,5 +1,9 @@
-// Links against an installed vkblr and stages one matrix on the device.
+// Links against an installed vkblr and runs one blr layer's forward through
+// vkblr/vkblr.hpp alone, the API a trainer uses.
+#include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <vkblr/vkblr.hpp>
 
 int main() {
@@ -9,13 +13,29 @@ int main() {
       return 0;
     }
     vkblr::Context ctx;
-    const std::vector<float> x{1.0f, 2.0f, 3.0f, 4.0f}, col{0.5f, 2.0f};
-    vkblr::Buffer bx = ctx.upload(x), bcol = ctx.upload(col), dst = ctx.buffer(8);
+    constexpr std::uint32_t m = 16, n = 16, r = 32, ntok = 16;
+    vkblr::BlrPathInit path;  // every sign +1, unit scales: y[t][i] = r · Σ_j x[t][j]
+    path.bits_u.assign(m * r / 32, 0xFFFFFFFFu);
+    path.bits_v.assign(n * r / 32, 0xFFFFFFFFu);
+    path.h.assign(m, 1.0f);
+    path.l.assign(r, 1.0f);
+    path.g.assign(n, 1.0f);
+    const vkblr::BlrLayer layer = vkblr::make_blr_layer(ctx, m, n, r, {path}, false);
+    vkblr::BlrShared shared(ctx, ntok, m, n, r);
+    vkblr::BlrScratch scratch(ctx, layer, shared);
+    std::vector<float> x(ntok * n);
+    for (std::uint32_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 5) - 2.0f;  // exact in f16
+    const vkblr::Buffer bx = ctx.upload(x), by = ctx.buffer(ntok * m * sizeof(float));
     vkblr::Recorder rec(ctx);
-    rec.add(vkblr::ops::cvt_col(ctx, bx, bcol, dst, 2, 2, 1.0f));
+    vkblr::blr_forward(rec, ctx, layer, scratch, bx, by, ntok);
     rec.run();
-    const auto h = vkblr::from_f16(dst.download<std::uint16_t>(4));
-    const bool ok = h == std::vector<float>{0.5f, 4.0f, 1.5f, 8.0f};
+    const std::vector<float> y = by.download<float>(ntok * m);
+    bool ok = true;
+    for (std::uint32_t t = 0; t < ntok; ++t) {
+      float sum = 0;
+      for (std::uint32_t j = 0; j < n; ++j) sum += x[t * n + j];
+      for (std::uint32_t i = 0; i < m; ++i) ok = ok && y[t * m + i] == static_cast<float>(r) * sum;
+    }
     std::printf("vkblr %s consumer on %s: %s\n", std::string(vkblr::version()).c_str(), ctx.caps().device_name.c_str(),
                 ok ? "ok" : "WRONG");
     return ok ? 0 : 1;

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <vkblr/gemm.hpp>
+#include <vkblr/kernel_stats.hpp>
+#include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
 namespace bench {

@@ -10,6 +10,9 @@
 
 #include <string>
 
+#include <vkblr/gemm.hpp>
+#include <vkblr/kernel_stats.hpp>
+#include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
 namespace bench {

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <vkblr/gemm.hpp>
+#include <vkblr/kernel_stats.hpp>
+#include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
 #include "layer_case.hpp"

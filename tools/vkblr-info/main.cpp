@@ -14,6 +14,9 @@
 #include <cstdio>
 #include <format>
 #include <nlohmann/json.hpp>
+#include <vkblr/gemm.hpp>
+#include <vkblr/kernel_stats.hpp>
+#include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
 namespace {

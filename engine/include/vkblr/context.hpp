@@ -31,6 +31,7 @@ namespace vkblr {
 
 namespace detail {
 class ContextImpl;
+struct ContextAccess;  // the engine's own way in (engine/src/context_impl.hpp)
 }
 class Profiler;
 
@@ -178,10 +179,8 @@ class Context {
   // Waits until the device is idle (e.g. before reading a profile).
   void wait_idle();
 
-  detail::ContextImpl& impl() noexcept { return *impl_; }
-  const detail::ContextImpl& impl() const noexcept { return *impl_; }
-
  private:
+  friend struct detail::ContextAccess;
   std::unique_ptr<detail::ContextImpl> impl_;
 };
 

@@ -1,16 +1,21 @@
-// vkblr/vkblr.hpp — everything a trainer includes.
+// vkblr/vkblr.hpp — what a trainer includes: the context and its buffers,
+// the Recorder and Graphs, the blr layer (forward, backward, sign
+// gradients), the sign optimizer, BlrTrainer, the profiler, errors and
+// atomic file writes.
+//
+// The kernel builders (vkblr/ops.hpp, vkblr/gemm.hpp: the GEMMs, staging,
+// reductions, optimizer steps each as one Dispatch) are the opt-in layer
+// below: a trainer that records its own ops includes them itself. MPI is
+// vkblr/mpi.hpp (the vkblr::mpi library).
 #pragma once
 
 #include "vkblr/blr.hpp"
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
-#include "vkblr/dispatch.hpp"
 #include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"
-#include "vkblr/kernel_stats.hpp"
-#include "vkblr/gemm.hpp"
-#include "vkblr/ops.hpp"
 #include "vkblr/profiler.hpp"
 #include "vkblr/recorder.hpp"
-#include "vkblr/trainer.hpp"
 #include "vkblr/sign.hpp"
+#include "vkblr/trainer.hpp"

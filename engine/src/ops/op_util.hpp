@@ -82,7 +82,7 @@ inline std::uint32_t bind_elements(const Context& ctx, Dispatch& d, const char* 
 inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::span<const std::uint32_t> spec = {},
                               const KernelOptions& options = {}) {
   Dispatch d;
-  d.kernel = &ctx.impl().kernel(id, spec, options);
+  d.kernel = &ContextAccess::impl(ctx).kernel(id, spec, options);
   d.name = name;
   return d;
 }
@@ -91,7 +91,7 @@ inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::
 inline Dispatch make_dispatch(Context& ctx, KernelId id, const char* name, std::span<const SpecConstant> spec,
                               const KernelOptions& options = {}) {
   Dispatch d;
-  d.kernel = &ctx.impl().kernel(id, spec, options);
+  d.kernel = &ContextAccess::impl(ctx).kernel(id, spec, options);
   d.name = name;
   return d;
 }
