@@ -70,10 +70,7 @@ std::string ChecksummedWriter::header() const {
 
 std::string ChecksummedWriter::serialize() const {
   std::string out = header();
-  out.reserve(out.size() + data_bytes());
-  append_data([&](std::span<const std::byte> piece) {
-    out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
-  });
+  writer_.append_data_to(out);
   return out;
 }
 

@@ -367,12 +367,16 @@ void SafetensorsWriter::append_data(const AppendBytes& append) const {
   for (const auto& e : entries_) append(e.bytes);
 }
 
-std::string SafetensorsWriter::serialize() const {
-  std::string out = header();
+void SafetensorsWriter::append_data_to(std::string& out) const {
   out.reserve(out.size() + data_bytes());
   append_data([&](std::span<const std::byte> piece) {
     out.append(reinterpret_cast<const char*>(piece.data()), piece.size());
   });
+}
+
+std::string SafetensorsWriter::serialize() const {
+  std::string out = header();
+  append_data_to(out);
   return out;
 }
 

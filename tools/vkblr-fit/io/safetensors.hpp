@@ -131,6 +131,7 @@ class SafetensorsWriter {
   std::string header() const { return header_with(metadata_); }
   // Appends every tensor's stored bytes, in the file's order.
   void append_data(const AppendBytes& append) const;
+  void append_data_to(std::string& out) const;  // the same, onto `out`
   std::uint64_t data_bytes() const { return entries_.empty() ? 0 : entries_.back().info.end; }
 
  private:
