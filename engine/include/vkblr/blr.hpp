@@ -56,6 +56,9 @@ struct ScaleSegment {
   std::uint32_t offset = 0, length = 0;
 };
 
+// The three scale vectors of a path, in the order of their segments.
+enum class Scale : std::uint32_t { h = 0, l = 1, g = 2 };
+
 struct BlrLayer {
   std::uint32_t m = 0, n = 0, r = 0;
   std::vector<BlrPath> paths;
@@ -70,6 +73,11 @@ struct BlrLayer {
   // Throws vkblr::Error unless the shape and every buffer fit: m, n multiples
   // of 16, r a multiple of 32, 1 <= paths.
   void check(const char* op) const;
+  // The segment of path `path`'s scale vector `which`; throws vkblr::Error
+  // for a path the segments do not hold (a hand-made layer has none).
+  ScaleSegment segment(std::size_t path, Scale which) const;
+  // Which vector segments[s] is (segments run h0, ℓ0, g0, h1, ...).
+  static Scale scale_of_segment(std::size_t s) noexcept { return static_cast<Scale>(s % 3); }
 };
 
 // Host values of one path, to make a layer (bitmaps packed as above).

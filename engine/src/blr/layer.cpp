@@ -9,6 +9,12 @@ namespace {
 std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
 }  // namespace
 
+ScaleSegment BlrLayer::segment(std::size_t path, Scale which) const {
+  const std::size_t s = 3 * path + static_cast<std::size_t>(which);
+  require(s < segments.size(), "BlrLayer: path {}'s scale segment {} of {} segments", path, s, segments.size());
+  return segments[s];
+}
+
 void BlrLayer::check(const char* op) const {
   require(m > 0 && m % 16 == 0, "{}: m = {} is not a positive multiple of 16", op, m);
   require(n > 0 && n % 16 == 0, "{}: n = {} is not a positive multiple of 16", op, n);
@@ -63,9 +69,9 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
     require(in.bits_u.size() == std::size_t{m} * words && in.bits_v.size() == std::size_t{n} * words &&
                 in.h.size() == m && in.l.size() == r && in.g.size() == n,
             "make_blr_layer: path {} values do not match m = {}, n = {}, r = {}", p, m, n, r);
-    std::copy(in.h.begin(), in.h.end(), values.begin() + layer.segments[3 * p].offset);
-    std::copy(in.l.begin(), in.l.end(), values.begin() + layer.segments[3 * p + 1].offset);
-    std::copy(in.g.begin(), in.g.end(), values.begin() + layer.segments[3 * p + 2].offset);
+    std::copy(in.h.begin(), in.h.end(), values.begin() + layer.segment(p, Scale::h).offset);
+    std::copy(in.l.begin(), in.l.end(), values.begin() + layer.segment(p, Scale::l).offset);
+    std::copy(in.g.begin(), in.g.end(), values.begin() + layer.segment(p, Scale::g).offset);
   }
   layer.scales = ctx.upload(values, "blr.scales");
   layer.scale_grads = ctx.upload(std::vector<float>(count, 0.0f), "blr.scale_grads");
@@ -77,12 +83,12 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
     BlrPath b;
     b.bits_u = ctx.upload(in.bits_u, "blr.bits_u");
     b.bits_v = ctx.upload(in.bits_v, "blr.bits_v");
-    b.h = view(layer.scales, layer.segments[3 * p]);
-    b.l = view(layer.scales, layer.segments[3 * p + 1]);
-    b.g = view(layer.scales, layer.segments[3 * p + 2]);
-    b.dh = view(layer.scale_grads, layer.segments[3 * p]);
-    b.dl = view(layer.scale_grads, layer.segments[3 * p + 1]);
-    b.dg = view(layer.scale_grads, layer.segments[3 * p + 2]);
+    b.h = view(layer.scales, layer.segment(p, Scale::h));
+    b.l = view(layer.scales, layer.segment(p, Scale::l));
+    b.g = view(layer.scales, layer.segment(p, Scale::g));
+    b.dh = view(layer.scale_grads, layer.segment(p, Scale::h));
+    b.dl = view(layer.scale_grads, layer.segment(p, Scale::l));
+    b.dg = view(layer.scale_grads, layer.segment(p, Scale::g));
     if (sign_grads) {
       b.g_u = ctx.buffer(std::uint64_t{m} * r * 4, "blr.g_u");
       b.g_v = ctx.buffer(std::uint64_t{n} * r * 4, "blr.g_v");

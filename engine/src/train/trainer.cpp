@@ -69,8 +69,9 @@ struct BlrTrainer::Impl {
     std::vector<std::uint32_t> table;
     for (std::size_t s = 0; s < layer.segments.size(); ++s) {
       const ScaleSegment seg = layer.segments[s];
-      const bool trained = (s % 3 == 0 && config.train_h) || (s % 3 == 1 && config.train_l) ||
-                           (s % 3 == 2 && config.train_g);
+      const Scale which = BlrLayer::scale_of_segment(s);
+      const bool trained = (which == Scale::h && config.train_h) || (which == Scale::l && config.train_l) ||
+                           (which == Scale::g && config.train_g);
       for (std::uint32_t i = 0; i < seg.length; ++i) {
         mask_h[seg.offset + i] = trained ? 1.0f : 0.0f;
         floor_h[seg.offset + i] = config.scale_rel_floor;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <Eigen/Dense>
 
@@ -219,12 +220,13 @@ void upload_paths(BlrLayer& layer, const std::vector<BlrPathInit>& paths) {
   for (std::size_t p = 0; p < paths.size(); ++p) {
     layer.paths[p].bits_u.upload(paths[p].bits_u);
     layer.paths[p].bits_v.upload(paths[p].bits_v);
-    const std::vector<float>* parts[3] = {&paths[p].h, &paths[p].l, &paths[p].g};
+    const std::pair<Scale, const std::vector<float>*> parts[3] = {
+        {Scale::h, &paths[p].h}, {Scale::l, &paths[p].l}, {Scale::g, &paths[p].g}};
     for (std::size_t k = 0; k < 3; ++k) {
-      const ScaleSegment seg = layer.segments[3 * p + k];
-      require(parts[k]->size() == seg.length, "refit: scale vector of {} for a segment of {}", parts[k]->size(),
-              seg.length);
-      std::copy(parts[k]->begin(), parts[k]->end(), scales.begin() + seg.offset);
+      const ScaleSegment seg = layer.segment(p, parts[k].first);
+      const std::vector<float>& part = *parts[k].second;
+      require(part.size() == seg.length, "refit: scale vector of {} for a segment of {}", part.size(), seg.length);
+      std::copy(part.begin(), part.end(), scales.begin() + seg.offset);
     }
   }
   layer.scales.upload(scales);

@@ -58,13 +58,13 @@ std::vector<BlrPathInit> download_paths(const BlrLayer& layer) {
     BlrPathInit in;
     in.bits_u = layer.paths[p].bits_u.download<std::uint32_t>();
     in.bits_v = layer.paths[p].bits_v.download<std::uint32_t>();
-    auto seg = [&](std::size_t s) {
-      const ScaleSegment g = layer.segments[3 * p + s];
+    auto seg = [&](Scale which) {
+      const ScaleSegment g = layer.segment(p, which);
       return std::vector<float>(scales.begin() + g.offset, scales.begin() + g.offset + g.length);
     };
-    in.h = seg(0);
-    in.l = seg(1);
-    in.g = seg(2);
+    in.h = seg(Scale::h);
+    in.l = seg(Scale::l);
+    in.g = seg(Scale::g);
     out.push_back(std::move(in));
   }
   return out;
