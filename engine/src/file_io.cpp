@@ -46,29 +46,18 @@ std::string write_temporary(const std::string& path, const std::function<void(co
       (directory_of(target) / ("." + target.filename().string() + std::string(kTemporarySuffix))).string();
   const int fd = mkstemp(tmp.data());
   require(fd >= 0, "cannot write {}: {}", path, std::strerror(errno));
-  bool ok = true;
-  int saved = 0;
   try {
+    // a failed write ends the producer there: nothing after it would be kept
     produce([&](std::span<const std::byte> piece) {
-      if (ok && !write_all(fd, piece.data(), piece.size())) {
-        ok = false;
-        saved = errno;
-      }
+      if (!write_all(fd, piece.data(), piece.size())) fail("cannot write {}: {}", path, std::strerror(errno));
     });
+    if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) fail("cannot write {}: {}", path, std::strerror(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  if (ok && (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0)) {
-    ok = false;
-    saved = errno;
-  }
   ::close(fd);
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    fail("cannot write {}: {}", path, std::strerror(saved));
-  }
   return tmp;
 }
 

@@ -18,10 +18,6 @@ namespace {
 
 constexpr std::string_view kFormat = "vkblr-blr-model";
 
-}  // namespace
-
-namespace {
-
 // Σ bits and Σ m·n of the layers, for the model's bpw.
 struct ModelBits {
   std::uint64_t bits = 0, weights = 0;
