@@ -69,11 +69,11 @@ GPU_TEST("rank curve: rank r's point is the held-out error of the Dual-SVID init
         fit::measure_rank_curve(ctx, l.data, {kM, kN, 96, paths}, fit::ScaleDtype::f16, 9);
     REQUIRE(curve.size() == 3);
     for (std::uint32_t k = 1; k <= 3; ++k) {
-      // the reference: the init as a fit of k·P paths of rank 32 makes it,
-      // its scales as stored, Ŵ and the error in f64 on the host
+      // the reference: the dense-residual init of k·P paths of rank 32, its
+      // scales as stored, Ŵ and the error in f64 on the host
       const fit::LayerShape blocks{kM, kN, 32, k * paths};
       const std::vector<BlrPathInit> init =
-          fit::as_stored(fit::gpu_dual_svid_init(ctx, l.data.w, blocks, {.seed = 9}), fit::ScaleDtype::f16);
+          fit::as_stored(fit::gpu_dual_svid_init_dense(ctx, l.data.w, blocks, {.seed = 9}), fit::ScaleDtype::f16);
       const double want = fit::relative_output_error(fit::reconstruct_weight(blocks, init), l.w, l.held_out);
       INFO("rank " << 32 * k << ": " << curve[k - 1] << ", host " << want);
       CHECK(std::abs(curve[k - 1] - want) <= 2e-5 * want);
@@ -87,6 +87,38 @@ GPU_TEST("rank curve: rank r's point is the held-out error of the Dual-SVID init
   // f32 scales are not rounded: another curve
   CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, 2}, fit::ScaleDtype::f32, 9) !=
         fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, 2}, fit::ScaleDtype::f16, 9));
+}
+
+GPU_TEST("dense-residual init: path 0 is the factor init's bit for bit, the later paths as accurate",
+         "[fit][gpu][allocation]") {
+  vkt::TempDir dir;
+  const CurveLayer l = curve_layer(ctx, dir);
+  const fit::LayerShape shape{kM, kN, 32, 3};
+  const std::vector<BlrPathInit> factors = fit::gpu_dual_svid_init(ctx, l.data.w, shape, {.seed = 5});
+  const std::vector<BlrPathInit> dense = fit::gpu_dual_svid_init_dense(ctx, l.data.w, shape, {.seed = 5});
+  REQUIRE(dense.size() == 3);
+  CHECK(dense[0].bits_u == factors[0].bits_u);
+  CHECK(dense[0].bits_v == factors[0].bits_v);
+  CHECK(dense[0].h == factors[0].h);
+  CHECK(dense[0].l == factors[0].l);
+  CHECK(dense[0].g == factors[0].g);
+  // each prefix of paths approximates W as well either way (the residuals
+  // differ by rounding only)
+  for (std::uint32_t k = 1; k <= 3; ++k) {
+    const fit::LayerShape prefix{kM, kN, 32, k};
+    const auto error = [&](const std::vector<BlrPathInit>& paths) {
+      return fit::relative_weight_error(
+          fit::reconstruct_weight(prefix, std::span(paths.data(), k)), l.w);
+    };
+    INFO(k << " path(s): dense " << error(dense) << ", factors " << error(factors));
+    CHECK(std::abs(error(dense) - error(factors)) <= 1e-3 * error(factors));
+  }
+  // a longer init starts with the shorter one's paths
+  const std::vector<BlrPathInit> two = fit::gpu_dual_svid_init_dense(ctx, l.data.w, {kM, kN, 32, 2}, {.seed = 5});
+  CHECK(two[1].bits_u == dense[1].bits_u);
+  CHECK(two[1].g == dense[1].g);
+  CHECK_THAT(vkt::error_of([&] { fit::gpu_dual_svid_init_dense(ctx, l.data.w, {kN, kM, 32, 1}); }),
+             ContainsSubstring("GPU Dual-SVID init (dense residual): W is 128×96, the layer 96×128"));
 }
 
 GPU_TEST("rank curve: shapes that do not fit are refused", "[fit][gpu][allocation][errors]") {

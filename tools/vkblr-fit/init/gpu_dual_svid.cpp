@@ -23,13 +23,15 @@ LowRankTerm path_factors(Context& ctx, const BlrPathInit& path, const LayerShape
   return t;
 }
 
-std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w, const LayerShape& shape,
-                                            const RandomizedSvdOptions& options,
-                                            std::vector<SignMagnitudes>* magnitudes) {
-  check_layer_shape(shape, "GPU Dual-SVID init");
-  require(w.rows == shape.m && w.cols == shape.n, "GPU Dual-SVID init: W is {}×{}, the layer {}×{}", w.rows, w.cols,
-          shape.m, shape.n);
-  ResidualOperator residual{&w, {}};
+namespace {
+
+// Fits shape.paths paths one after another, each to `residual` as it then
+// is (path p's test matrix has seed + p); after every path but the last,
+// subtract(path's factors) takes it out of the residual.
+template <class Subtract>
+std::vector<BlrPathInit> fit_paths(Context& ctx, const ResidualOperator& residual, const LayerShape& shape,
+                                   const RandomizedSvdOptions& options, std::vector<SignMagnitudes>* magnitudes,
+                                   Subtract subtract) {
   std::vector<BlrPathInit> paths;
   for (std::uint32_t p = 0; p < shape.paths; ++p) {
     RandomizedSvdOptions path_options = options;
@@ -38,9 +40,43 @@ std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w,
     SignMagnitudes path_magnitudes;
     paths.push_back(path_from_scaled_factors(f.u_prime, f.v_prime, magnitudes ? &path_magnitudes : nullptr));
     if (magnitudes) magnitudes->push_back(std::move(path_magnitudes));
-    if (p + 1 < shape.paths) residual.terms.push_back(path_factors(ctx, paths.back(), shape));
+    if (p + 1 < shape.paths) subtract(path_factors(ctx, paths.back(), shape));
   }
   return paths;
+}
+
+void check_init_operands(const DeviceMatrix& w, const LayerShape& shape, const char* what) {
+  check_layer_shape(shape, what);
+  require(w.rows == shape.m && w.cols == shape.n, "{}: W is {}×{}, the layer {}×{}", what, w.rows, w.cols, shape.m,
+          shape.n);
+}
+
+}  // namespace
+
+std::vector<BlrPathInit> gpu_dual_svid_init(Context& ctx, const DeviceMatrix& w, const LayerShape& shape,
+                                            const RandomizedSvdOptions& options,
+                                            std::vector<SignMagnitudes>* magnitudes) {
+  check_init_operands(w, shape, "GPU Dual-SVID init");
+  ResidualOperator residual{&w, {}};
+  return fit_paths(ctx, residual, shape, options, magnitudes,
+                   [&](LowRankTerm t) { residual.terms.push_back(std::move(t)); });
+}
+
+std::vector<BlrPathInit> gpu_dual_svid_init_dense(Context& ctx, const DeviceMatrix& w, const LayerShape& shape,
+                                                  const RandomizedSvdOptions& options) {
+  check_init_operands(w, shape, "GPU Dual-SVID init (dense residual)");
+  const DeviceMatrix dense = device_matrix(ctx, w.rows, w.cols, "fit.init.residual");
+  {
+    Recorder rec(ctx);
+    rec.copy(w.buffer, dense.buffer, w.elements() * sizeof(float));
+    rec.run();
+  }
+  const ResidualOperator residual{&dense, {}};
+  return fit_paths(ctx, residual, shape, options, nullptr, [&](const LowRankTerm& t) {
+    Recorder rec(ctx);
+    rec.add(product(ctx, t.a, false, t.b, true, dense, -1.0f, true));  // R −= a·bᵀ
+    rec.run();
+  });
 }
 
 }  // namespace vkblr::fit

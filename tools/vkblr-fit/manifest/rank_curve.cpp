@@ -54,7 +54,7 @@ std::vector<double> measure_rank_curve(Context& ctx, const DeviceData& data, con
   HeldOutResidual held_out(ctx, data);
   const LayerShape blocks{shape.m, shape.n, kBlockRank, shape.paths * (shape.rank / kBlockRank)};
   const std::vector<BlrPathInit> paths =
-      as_stored(gpu_dual_svid_init(ctx, data.w, blocks, {.seed = seed}), scale_dtype);
+      as_stored(gpu_dual_svid_init_dense(ctx, data.w, blocks, {.seed = seed}), scale_dtype);
   std::vector<double> curve;
   for (std::uint32_t b = 0; b < blocks.paths; ++b) {
     const double error = held_out.add(path_factors(ctx, paths[b], {shape.m, shape.n, kBlockRank, 1}));

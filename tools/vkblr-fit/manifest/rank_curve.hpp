@@ -3,12 +3,14 @@
 // output error ‖X(Ŵ_r − W)ᵀ‖ / ‖XWᵀ‖ of an initial binary approximation
 // Ŵ_r of P·r sign columns at each candidate rank r = 32, 64, ..., R.
 //
-// Ŵ_r is the Dual-SVID init (init/gpu_dual_svid.hpp) taken 32 rank
-// columns at a time: one init of P·R/32 paths of rank 32, each path (a
-// block) fitted to the residual W − (the blocks before) by a randomized SVD
-// of rank 32 with seed + b, and Ŵ_r its first P·r/32 blocks. At r = 32
-// that is exactly the fit's init of P paths of rank 32 (the same SVDs and
-// seeds). Beyond, each further block fits what the blocks before left,
+// Ŵ_r is the Dual-SVID init taken 32 rank columns at a time: one init of
+// P·R/32 paths of rank 32, each path (a block) fitted to the residual
+// W − (the blocks before) by a randomized SVD of rank 32 with seed + b, and
+// Ŵ_r its first P·r/32 blocks. The residual is held dense on the device
+// (init/gpu_dual_svid.hpp's gpu_dual_svid_init_dense), so every block costs
+// the same. At r = 32 that is the fit's init of P paths of rank 32 (the
+// same SVDs and seeds; bit for bit for P = 1, up to rounding beyond).
+// Beyond, each further block fits what the blocks before left,
 // binarisation error included. Truncating one init of rank R instead
 // would not: for a weight whose spectrum decays fast, its extra columns are
 // the signs of near-zero singular directions and its error stays flat with
@@ -19,9 +21,10 @@
 // as fitted (f32 scales), as the init does. The error is computed on the
 // device in f32 (ops::gemm_f32) on the held-out tokens: Y = X·Wᵀ [T][m]
 // once, then per block E −= (X·B)·Aᵀ with A = diag(h)·S_U·diag(ℓ) [m][32]
-// and B = diag(g)·S_V [n][32]. Cost: P·R/32 randomized SVDs of rank 32
-// (whose operator holds every block before: O((P·R/32)²) small products)
-// and O(T·(m+n)·P·R). The same bits run after run on one device.
+// and B = diag(g)·S_V [n][32]. Cost: P·R/32 randomized SVDs of rank 32 of
+// an m×n matrix (O(m·n·P·R) in all) and O(T·(m+n)·P·R) for the errors; one
+// more f32 copy of W on the device. The same bits run after run on one
+// device.
 #pragma once
 
 #include <cstdint>
