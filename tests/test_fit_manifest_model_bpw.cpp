@@ -136,6 +136,7 @@ GPU_TEST("model-bpw: the checkpoint meets B, no worse than uniform bpw B; the re
     INFO(row["name"]);
     CHECK(row["allocation"]["rank"] == ranks[i]);
     CHECK(row["allocation"]["by"] == (i == 5 ? "manifest" : "budget"));
+    CHECK(row["allocation"]["curve_mpi_rank"] == (i == 5 ? nlohmann::json(nullptr) : nlohmann::json(0)));
     const nlohmann::json& curve = row["allocation"]["curve"];
     CHECK(curve.size() == (i == 5 ? 0 : 3));  // ranks 32, 64, 96: what the budget allows each
     for (std::size_t k = 0; k < curve.size(); ++k) {

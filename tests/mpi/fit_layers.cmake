@@ -25,14 +25,18 @@
 #      naming rank 1 and what it did not find;
 #   5. rank 1 under another GEMM policy (VKBLR_GEMM_SPLITK): refused,
 #      naming the field and both values (its layers would not be the bits
-#      one process gives them).
+#      one process gives them);
+#   6. --model-bpw 3.5 on budget.json (five layers sized by the budget):
+#      2 ranks share out the rank curves (the report's curve_mpi_rank
+#      follows the schedule) and write one process's file, byte for byte.
 include(${CMAKE_CURRENT_LIST_DIR}/../cmake/require_definitions.cmake)
 require_definitions(MPIEXEC NP FIT MODEL WORK)
 separate_arguments(PREFLAGS)
 set(MPIRUN ${MPIEXEC} --oversubscribe ${PREFLAGS} ${NP} 2)
 set(JOB ${WORK}/in/job.json)
 file(REMOVE_RECURSE ${WORK})
-file(MAKE_DIRECTORY ${WORK}/in ${WORK}/one ${WORK}/two ${WORK}/kill ${WORK}/split ${WORK}/policy)
+file(MAKE_DIRECTORY ${WORK}/in ${WORK}/one ${WORK}/two ${WORK}/kill ${WORK}/split ${WORK}/policy ${WORK}/budget_one
+     ${WORK}/budget_two)
 
 # run(<name> <expect: 0 or "fail"> <dir> COMMAND...): runs it in <dir>; the
 # test fails unless it exits 0 (or, with "fail", nonzero). The output
@@ -161,5 +165,25 @@ run(policy fail ${WORK}/policy ${MPIRUN}
     sh -c "[ \"\${OMPI_COMM_WORLD_RANK:-\$PMIX_RANK}\" != 1 ] || export VKBLR_GEMM_SPLITK=3 && exec \"\$@\""
     policy ${FIT} --manifest ${JOB} --out model)
 expect_match(policy "${policy_out}" "ranks disagree: gemm policy k_splits = [0-9a-z]+ on rank 0 vs 3 on rank 1")
+
+# 6. --model-bpw: the curves shared out, the same file
+set(BUDGET --manifest ${WORK}/in/budget.json --out model --model-bpw 3.5)
+run(budget_one 0 ${WORK}/budget_one ${FIT} ${BUDGET})
+run(budget_two 0 ${WORK}/budget_two ${MPIRUN} ${FIT} ${BUDGET})
+expect_same_file("--model-bpw: 2 ranks against 1 process" ${WORK}/budget_one/model.safetensors
+                 ${WORK}/budget_two/model.safetensors)
+expect_match(budget_two "${budget_two_out}" "vkblr-fit: --model-bpw 3.5: .*curves measured on 2 ranks")
+file(READ ${WORK}/budget_two/model.json budget_report)
+set(measured_by "")
+foreach(i RANGE 5)
+  string(JSON by GET "${budget_report}" layers ${i} allocation curve_mpi_rank)
+  list(APPEND measured_by "${by}")
+endforeach()
+# largest first, ties to the lowest rank: the four 8192-weight layers
+# alternate 0, 1, 0, 1, then layer 1's q_proj to rank 0; layer 0's q_proj
+# (its own rank) has no curve (null reads as "")
+if(NOT measured_by STREQUAL "0;1;;0;0;1")
+  message(FATAL_ERROR "the curves were measured by ranks ${measured_by}, not 0;1;;0;0;1")
+endif()
 message("vkblr-fit --manifest: 2 ranks = 1 process, byte for byte; a killed rank's job resumes to the same file; "
-        "unshared work directories and other GEMM policies refused")
+        "unshared work directories and other GEMM policies refused; --model-bpw's curves shared out")

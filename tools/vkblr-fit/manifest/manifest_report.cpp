@@ -20,7 +20,10 @@ nlohmann::json to_json(const LayerAllocation& a, const LayerRow& row) {
                      {"bpw", bits_per_weight({row.shape.m, row.shape.n, rank, row.shape.paths}, row.scale_dtype).total},
                      {"error", json_number(a.curve[k])}});
   }
-  return {{"by", a.by_manifest ? "manifest" : "budget"}, {"rank", row.shape.rank}, {"curve", curve}};
+  return {{"by", a.by_manifest ? "manifest" : "budget"},
+          {"rank", row.shape.rank},
+          {"curve", curve},
+          {"curve_mpi_rank", a.curve_mpi_rank < 0 ? nlohmann::json(nullptr) : nlohmann::json(a.curve_mpi_rank)}};
 }
 
 nlohmann::json to_json(const ModelAllocationSummary& s) {

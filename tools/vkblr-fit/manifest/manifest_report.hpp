@@ -19,7 +19,8 @@
 //   run of one process), and with --model-bpw allocation {by: "budget"
 //   (the rank allocated) or "manifest" (the entry's own rank or bpw,
 //   kept), rank, curve [{rank, bpw, error}, ...] (rank_curve.hpp's
-//   held-out init errors; empty for "manifest")}
+//   held-out init errors; empty for "manifest"), curve_mpi_rank (the rank
+//   of the process that measured the curve; null for "manifest")}
 // totals:
 //   layers, fitted, resumed, skipped (counts), weights (m·n of the fitted
 //   layers), bits (theirs), bpw = bits / weights, wall_s (this run's),
@@ -53,6 +54,7 @@ namespace vkblr::fit {
 struct LayerAllocation {
   bool by_manifest = false;   // the entry's own rank or bpw, kept
   std::vector<double> curve;  // held-out init error at ranks 32, 64, ...; empty when by_manifest
+  int curve_mpi_rank = -1;    // the rank of the process that measured the curve (-1: none)
 };
 
 struct LayerRow {

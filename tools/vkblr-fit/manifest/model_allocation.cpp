@@ -1,12 +1,18 @@
 #include "vkblr-fit/manifest/model_allocation.hpp"
 
+#include <bit>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <format>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 #include "vkblr-fit/bpw.hpp"
 #include "vkblr-fit/io/excerpt.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/io/device_data.hpp"
+#include "vkblr-fit/manifest/layer_schedule.hpp"
 #include "vkblr-fit/manifest/rank_curve.hpp"
 #include "vkblr-fit/report/progress.hpp"
 #include "vkblr-fit/report/stages.hpp"
@@ -41,15 +47,65 @@ std::vector<double> layer_curve(Context& ctx, const PlannedLayer& l, std::uint32
   return measure_rank_curve(ctx, data, {l.shape.m, l.shape.n, max_rank, l.shape.paths}, o.scale_dtype, o.seed);
 }
 
+// The curves one rank measured (indices into BudgetView::layers), or what
+// stopped it, as text for FitRanks::gather. The errors travel as the bits
+// of their f64 (16 hex digits), so every rank allocates from the same
+// values:
+//   {"curves": [[k, ["3fe4...", ...]], ...], "error": "" or the message}
+struct RankCurves {
+  std::vector<std::pair<std::size_t, std::vector<double>>> curves;
+  std::string error;
+};
+
+std::string encode(const RankCurves& c) {
+  nlohmann::json curves = nlohmann::json::array();
+  for (const auto& [k, curve] : c.curves) {
+    nlohmann::json bits = nlohmann::json::array();
+    for (const double e : curve) bits.push_back(std::format("{:016x}", std::bit_cast<std::uint64_t>(e)));
+    curves.push_back({k, bits});
+  }
+  return nlohmann::json{{"curves", curves}, {"error", c.error}}.dump();
+}
+
+RankCurves decode(const std::string& text, int rank) {
+  RankCurves c;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    c.error = j.at("error").get<std::string>();
+    for (const nlohmann::json& entry : j.at("curves")) {
+      std::vector<double> curve;
+      for (const nlohmann::json& hex : entry.at(1)) {
+        const std::string digits = hex.get<std::string>();
+        std::uint64_t bits = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), bits, 16);
+        require(ec == std::errc{} && end == digits.data() + digits.size() && digits.size() == 16,
+                "'{}' is not 16 hex digits", digits);
+        curve.push_back(std::bit_cast<double>(bits));
+      }
+      c.curves.emplace_back(entry.at(0).get<std::size_t>(), std::move(curve));
+    }
+  } catch (const std::exception& e) {
+    fail("--model-bpw: the rank curves rank {} sent are not readable: {}", rank, e.what());
+  }
+  return c;
+}
+
+// What measuring a layer's curve costs: the m·n products of the
+// dense-residual init's R·P/32 blocks (rank_curve.hpp), up to a constant.
+double curve_cost(const BudgetLayer& l, std::uint32_t max_rank) {
+  return static_cast<double>(l.shape.m) * l.shape.n * max_rank * l.shape.paths;
+}
+
 // The stderr table: the budget, then a line per fitted layer.
-std::vector<std::string> allocation_table(const std::vector<PlannedLayer>& layers, const ModelRanks& r) {
+std::vector<std::string> allocation_table(const std::vector<PlannedLayer>& layers, const ModelRanks& r, int ranks) {
   const ModelBudget& b = r.summary.budget;
   const auto bpw = [&](std::uint64_t bits) { return static_cast<double>(bits) / static_cast<double>(b.weights); };
   std::vector<std::string> lines{
       std::format("vkblr-fit: --model-bpw {}: {:.4f} bpw ({} of {} bits; the smallest ranks take {:.4f} bpw, the "
-                  "largest {:.4f}); {} layer(s) sized by the budget, {} by the manifest:",
+                  "largest {:.4f}); {} layer(s) sized by the budget, {} by the manifest{}:",
                   b.model_bpw, r.summary.allocation.bpw, r.summary.allocation.bits, b.budget_bits,
-                  bpw(b.least_bits), bpw(b.most_bits), r.summary.by_budget, r.summary.by_manifest),
+                  bpw(b.least_bits), bpw(b.most_bits), r.summary.by_budget, r.summary.by_manifest,
+                  ranks > 1 ? std::format("; curves measured on {} ranks", ranks) : ""),
       "   rank     bpw  curve error  layer"};
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (!r.layers[i]) continue;
@@ -79,28 +135,63 @@ ModelBudget check_model_budget(const std::vector<PlannedLayer>& layers, double m
 }
 
 ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers, const ModelBudget& budget,
-                                bool quiet) {
+                                FitRanks& ranks, bool quiet) {
   const BudgetView view = budget_view(layers);
   require(view.layers.size() == budget.rank_limits.size(), "--model-bpw: a budget of {} layers for {}",
           budget.rank_limits.size(), view.layers.size());
-  StageProgress stages(ctx, stderr, progress_style_for(stderr, quiet));
   ModelRanks r;
   r.summary.budget = budget;
-  std::vector<std::vector<double>> curves(view.layers.size());
-  for (const BudgetLayer& l : view.layers) ++(l.fixed ? r.summary.by_manifest : r.summary.by_budget);
-  stages.begin(Stage::allocate, r.summary.by_budget, "layers");
-  std::uint64_t measured = 0;
+  // the sized layers (indices into view.layers) and who measures which
+  std::vector<std::size_t> sized;
+  std::vector<double> costs;
   for (std::size_t k = 0; k < view.layers.size(); ++k) {
+    ++(view.layers[k].fixed ? r.summary.by_manifest : r.summary.by_budget);
     if (view.layers[k].fixed) continue;
+    sized.push_back(k);
+    costs.push_back(curve_cost(view.layers[k], budget.rank_limits[k]));
+  }
+  const std::vector<std::vector<std::size_t>> schedule = schedule_layers(costs, ranks.size());
+  const std::vector<std::size_t>& mine = schedule[static_cast<std::size_t>(ranks.rank())];
+
+  StageProgress stages(ctx, stderr, progress_style_for(stderr, quiet));
+  stages.begin(Stage::allocate, mine.size(), "layers");
+  const auto t0 = std::chrono::steady_clock::now();
+  RankCurves measured;
+  double my_cost = 0;
+  for (const std::size_t s : mine) {
+    const std::size_t k = sized[s];
     const PlannedLayer& l = layers[view.planned[k]];
     try {
-      curves[k] = layer_curve(ctx, l, budget.rank_limits[k]);
+      measured.curves.emplace_back(k, layer_curve(ctx, l, budget.rank_limits[k]));
     } catch (const Error& e) {
-      fail("layer '{}' ({}): its rank curve for --model-bpw: {}", excerpt(l.name), l.entry, e.what());
+      measured.error = std::format("layer '{}' ({}): its rank curve for --model-bpw{}: {}", excerpt(l.name), l.entry,
+                                   ranks.size() > 1 ? std::format(" on rank {}", ranks.rank()) : "", e.what());
+      break;
     }
-    stages.update(++measured);
+    my_cost += costs[s];
+    stages.update(measured.curves.size());
   }
-  r.summary.allocation = allocate_ranks(view.layers, budget, curves);
+  // wait for the others as a manifest run's end does (run_manifest.cpp):
+  // twice the largest share at this rank's pace
+  double max_load = 0;
+  for (const double load : schedule_loads(costs, schedule)) max_load = std::max(max_load, load);
+  const double my_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wait_s = my_cost > 0 ? 2 * my_s / my_cost * max_load : std::numeric_limits<double>::infinity();
+  const std::vector<std::string> sent = ranks.gather(encode(measured), "the rank curves of --model-bpw", wait_s);
+
+  std::vector<std::vector<double>> curves(view.layers.size());
+  std::vector<int> measured_by(view.layers.size(), -1);
+  for (std::size_t from = 0; from < sent.size(); ++from) {
+    RankCurves c = decode(sent[from], static_cast<int>(from));
+    if (!c.error.empty()) fail("{}", c.error);  // the first failing rank's, on every rank
+    for (auto& [k, curve] : c.curves) {
+      require(k < curves.size() && measured_by[k] < 0 && !view.layers[k].fixed,
+              "--model-bpw: rank {} sent a curve for layer {}, which is not its to measure", from, k);
+      curves[k] = std::move(curve);
+      measured_by[k] = static_cast<int>(from);
+    }
+  }
+  r.summary.allocation = allocate_ranks(view.layers, budget, curves);  // refuses a missing curve
   stages.end();
   r.stages = stages.to_json();
 
@@ -111,9 +202,9 @@ ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers,
       l.shape.rank = r.summary.allocation.ranks[k];
       l.options.rank = l.shape.rank;
     }
-    r.layers[view.planned[k]] = LayerAllocation{view.layers[k].fixed, std::move(curves[k])};
+    r.layers[view.planned[k]] = LayerAllocation{view.layers[k].fixed, std::move(curves[k]), measured_by[k]};
   }
-  for (const std::string& line : allocation_table(layers, r)) stages.say(line);
+  for (const std::string& line : allocation_table(layers, r, ranks.size())) stages.say(line);
   return r;
 }
 

@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr-fit/manifest/layer_plan.hpp"
 #include "vkblr-fit/manifest/manifest.hpp"
 #include "vkblr-fit/manifest/manifest_report.hpp"
@@ -46,11 +47,16 @@ struct ModelRanks {
 
 // Measures the curve of every layer the budget sizes (its W and X loaded
 // as its fit loads them; ranks 32 to budget.rank_limits), allocates, and
-// sets those layers' ranks (shape.rank and options.rank). Progress (the
-// stage "allocate") and a table of the ranks go to stderr unless `quiet`.
-// Throws vkblr::Error naming the layer when its inputs cannot be read or
-// its curve not measured. Deterministic on one device.
+// sets those layers' ranks (shape.rank and options.rank). Collective: the
+// curves are spread over `ranks` by layer_schedule.hpp's rule (costs
+// m·n·R·P, the dense-residual init's products), each rank measures its
+// own, and every rank gets all of them (FitRanks::gather, the values bit
+// for bit), so every rank allocates the same ranks. Progress (the stage
+// "allocate", this rank's curves) and a table of the ranks go to stderr
+// unless `quiet`. Throws vkblr::Error on every rank, naming the layer and
+// the rank, when a layer's inputs cannot be read or its curve not
+// measured. Deterministic on devices of one kind.
 ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers, const ModelBudget& budget,
-                                bool quiet);
+                                FitRanks& ranks, bool quiet);
 
 }  // namespace vkblr::fit

@@ -166,11 +166,11 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
       plan_manifest_job(options.manifest, options.out, options.skip_bad_layers, options.model_bpw, ctx.caps());
   prepare_shared_work_dir(ranks, job.work_dir, options.out, [&] { prepare_manifest_outputs(job, options.out); });
   // --model-bpw sets the planned layers' ranks: the costs, the plan the
-  // ranks agree on and the fits all follow job.layers[i].shape. Every rank
-  // measures every curve (the same bits on devices the ranks agree on);
-  // rank 0 prints the table.
+  // ranks agree on and the fits all follow job.layers[i].shape. The ranks
+  // share out the curves and exchange them, so all allocate alike; rank 0
+  // prints the table.
   std::optional<ModelRanks> allocated;
-  if (job.budget) allocated = allocate_model_ranks(ctx, job.layers, *job.budget, options.quiet || rank != 0);
+  if (job.budget) allocated = allocate_model_ranks(ctx, job.layers, *job.budget, ranks, options.quiet || rank != 0);
   const LayerSchedule schedule = schedule_job(job, options, ctx.caps(), ranks.size());
   try {
     ranks.check_agreement(ctx, schedule.agreed);
