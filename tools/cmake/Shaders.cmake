@@ -1,7 +1,7 @@
 # The offline shader step and the embedded SPIR-V cache (DESIGN.md §4).
 #
 #  * `cmake --build <dir> --target spirv` recompiles glsl/*.comp into
-#    spirv_cache/ (tools/compile_shaders.py: glslang + spirv-val + manifest).
+#    spirv_cache/ (tools/dev/compile_shaders.py: glslang + spirv-val + manifest).
 #    Needs glslang >= 14 (GL_KHR_cooperative_matrix); checked here.
 #  * The library always builds from the committed spirv_cache/: a generated
 #    source embeds every module and a generated header names them
@@ -45,7 +45,7 @@ endif()
 
 if(VKBLR_CAN_COMPILE_SHADERS)
   add_custom_target(spirv
-    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/compile_shaders.py
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/dev/compile_shaders.py
             --glsl ${VKBLR_GLSL_DIR} --out ${VKBLR_SPIRV_DIR}
             --glslang ${VKBLR_GLSLANG} --spirv-val ${VKBLR_SPIRV_VAL}
     COMMENT "Compiling glsl/*.comp into spirv_cache/"

@@ -8,7 +8,7 @@
 #   tools/lab/h200-fit-probe.sh [bin dir]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-source tools/device-env.sh
+source tools/dev/device-env.sh
 B=${1:-build/device/tools}
 export VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
 log() { echo "== $* ($(date +%T))"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device-kit.sh — gather what a vkblr binary needs on a machine whose
+# tools/dev/device-kit.sh — gather what a vkblr binary needs on a machine whose
 # image has a GPU driver but no Vulkan loader or validation layer (the H200
 # of the `device` tool): the loader and the Khronos validation layer of the
 # dev root, copied into .devkit/ (git-ignored; carry it with the build).
@@ -10,16 +10,16 @@
 # .devkit/mpi.tar.gz (17 MB unpacked, 6.5 MB packed: the carry is limited);
 # device-env.sh unpacks it into .devkit/mpi/.
 #
-# On that machine:  source tools/device-env.sh   (unpacks the glvnd packages,
+# On that machine:  source tools/dev/device-env.sh   (unpacks the glvnd packages,
 # sets LD_LIBRARY_PATH, VK_LAYER_PATH, the NVIDIA ICD, PATH and Open MPI's
 # prefixes) — docs/gpu.md, docs/mpi.md.
 # Runs on the Debian 12 host as root (apt-get download of amd64 packages).
 # Fails when a file of the kit needs a glibc newer than the machine's 2.39.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
+repo=$(cd "$here/../.." && pwd)
 root=$("$here/devenv.sh" path)
-[ -d "$root/usr/lib/x86_64-linux-gnu" ] || { echo "device-kit: no dev root at $root (run tools/devenv.sh setup)" >&2; exit 1; }
+[ -d "$root/usr/lib/x86_64-linux-gnu" ] || { echo "device-kit: no dev root at $root (run tools/dev/devenv.sh setup)" >&2; exit 1; }
 kit=$repo/.devkit
 rm -rf "$kit"
 mkdir -p "$kit/lib" "$kit/layers"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# tools/devenv.sh — the Debian 13 (trixie) root that vkblr builds and tests in.
+# tools/dev/devenv.sh — the Debian 13 (trixie) root that vkblr builds and tests in.
 #
 # Debian 12's glslang, Vulkan headers and Mesa are too old for cooperative
 # matrices; this script makes a trixie root (mmdebstrap, packages from
-# tools/devenv.packages, Mesa from trixie-backports for lavapipe with
+# tools/dev/devenv.packages, Mesa from trixie-backports for lavapipe with
 # VK_KHR_cooperative_matrix) and runs commands inside it.
 #
-#   tools/devenv.sh setup          make the root, add the packages the list gained
+#   tools/dev/devenv.sh setup          make the root, add the packages the list gained
 #                                  since, or do nothing when it is current
-#   tools/devenv.sh run -- CMD...  run CMD inside (setup first when needed)
-#   tools/devenv.sh shell          an interactive shell inside
-#   tools/devenv.sh path           print where the root lives
+#   tools/dev/devenv.sh run -- CMD...  run CMD inside (setup first when needed)
+#   tools/dev/devenv.sh shell          an interactive shell inside
+#   tools/dev/devenv.sh path           print where the root lives
 #
 # Inside, the repository is at the same path as outside and CMD starts in
 # the same directory. Each run enters a private mount namespace
@@ -24,7 +24,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
+repo=$(cd "$here/../.." && pwd)
 root=${VKBLR_DEVROOT:-/var/cache/vkblr/devroot-trixie}
 mirror=${VKBLR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 pkgfile=$here/devenv.packages

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tools/launch.sh TOOL [ARGS...] — build the release preset (incrementally)
+# tools/dev/launch.sh TOOL [ARGS...] — build the release preset (incrementally)
 # and run one of vkblr's tools (vkblr-fit, vkblr-info, vkblr-bench).
-# Runs inside the dev root: tools/devenv.sh run -- tools/launch.sh vkblr-info
+# Runs inside the dev root: tools/dev/devenv.sh run -- tools/dev/launch.sh vkblr-info
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ $# -ge 1 ] || { echo "usage: $0 TOOL [ARGS...]" >&2; exit 2; }
 tool=$1
 shift

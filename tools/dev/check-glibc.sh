@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/check-glibc.sh MAX DIR... — fail when an executable under DIR needs a
+# tools/dev/check-glibc.sh MAX DIR... — fail when an executable under DIR needs a
 # glibc symbol version newer than MAX (e.g. 2.39, the H200 machine's Ubuntu
 # 24.04) or links libstdc++/libgcc_s dynamically (the `device` preset links
 # them statically).

@@ -1,10 +1,10 @@
-# source tools/device-env.sh — on the GPU machine of the `device` tool: use
-# the loader and validation layer carried in .devkit/ (tools/device-kit.sh)
+# source tools/dev/device-env.sh — on the GPU machine of the `device` tool: use
+# the loader and validation layer carried in .devkit/ (tools/dev/device-kit.sh)
 # and the NVIDIA driver's ICD where the image keeps it; with .devkit/mpi,
 # the dev root's Open MPI: mpirun on PATH, its libraries (which vkblr-fit
 # and tests/mpi built with vkblr::mpi need even without mpirun) and its
 # relocated prefixes.
-_vkblr_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+_vkblr_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if ! ldconfig -p | grep -q libGLdispatch.so.0 && [ "$(id -u)" -eq 0 ]; then
     for _deb in "$_vkblr_repo"/.devkit/debs/*.deb; do dpkg -x "$_deb" /; done
     ldconfig
