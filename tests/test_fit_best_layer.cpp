@@ -10,9 +10,10 @@
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "vkblr-fit/train/best_layer.hpp"
-#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr/io/blr_result.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 using namespace vkblr;
 

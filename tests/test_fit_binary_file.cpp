@@ -10,10 +10,11 @@
 #include <filesystem>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/io/binary_file.hpp"
+#include "vkblr/io/binary_file.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/io/npy.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/npy.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

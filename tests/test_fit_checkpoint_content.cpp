@@ -16,9 +16,10 @@
 #include "support/fit_files.hpp"
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
-#include "vkblr-fit/io/checkpoint.hpp"
+#include "vkblr/io/checkpoint.hpp"
 #include "vkblr-fit/fit_job.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;

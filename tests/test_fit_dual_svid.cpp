@@ -18,7 +18,8 @@
 #include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/linalg.hpp"
 #include "vkblr-fit/report/metrics.hpp"
-#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr/io/sign_bits.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 using namespace vkblr::fit;
 using Catch::Matchers::ContainsSubstring;

@@ -26,13 +26,14 @@
 #include <vector>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/io/blr_result.hpp"
-#include "vkblr-fit/io/checkpoint.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/blr_result.hpp"
+#include "vkblr/io/checkpoint.hpp"
+#include "vkblr/io/excerpt.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/io/json_input.hpp"
-#include "vkblr-fit/io/npy.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr/io/npy.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 using namespace vkblr::fit;
 using Json = nlohmann::json;

@@ -11,7 +11,8 @@
 #include "support/gpu.hpp"
 #include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/io/input_range.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr;

@@ -13,7 +13,8 @@
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
-#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr/io/blr_result.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/train/latent_start.hpp"
 

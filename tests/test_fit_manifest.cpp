@@ -11,8 +11,9 @@
 #include "support/fit_run.hpp"
 #include "support/gpu.hpp"
 #include "support/manifest_files.hpp"
-#include "vkblr-fit/io/blr_model.hpp"
-#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr/io/blr_model.hpp"
+#include "vkblr/io/blr_result.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
 

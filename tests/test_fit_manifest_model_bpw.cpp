@@ -12,8 +12,9 @@
 #include "support/fit_files.hpp"
 #include "support/gpu.hpp"
 #include "support/manifest_files.hpp"
-#include "vkblr-fit/io/blr_model.hpp"
-#include "vkblr-fit/bpw.hpp"
+#include "vkblr/io/blr_model.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
 
 using namespace vkblr;

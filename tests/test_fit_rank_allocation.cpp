@@ -11,7 +11,8 @@
 #include <random>
 
 #include "support/fit_files.hpp"
-#include "vkblr-fit/bpw.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/rank_allocation.hpp"
 
 using namespace vkblr;

@@ -15,7 +15,8 @@
 #include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/manifest/rank_curve.hpp"
 #include "vkblr-fit/report/metrics.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/synthetic.hpp"
 #include "vkblr/half.hpp"
 

@@ -14,7 +14,8 @@
 #include "vkblr-fit/report/metrics.hpp"
 #include "vkblr-fit/random.hpp"
 #include "vkblr-fit/refit/refit.hpp"
-#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr/io/sign_bits.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/synthetic.hpp"
 
 using namespace vkblr::fit;

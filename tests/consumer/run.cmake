@@ -1,4 +1,4 @@
-# cmake -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR= -DCXX_COMPILER= -DSANITIZE= -P run.cmake
+# cmake -DBUILD_DIR= -DSOURCE_DIR= -DWORK_DIR= -DGENERATOR= -DCXX_COMPILER= -DSANITIZE= -DIO= -P run.cmake
 # Installs vkblr from BUILD_DIR into WORK_DIR/prefix, builds the consumer
 # project against it with find_package(vkblr), and runs it.
 function(run)
@@ -19,3 +19,6 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     "-DCMAKE_CXX_FLAGS=${flags}" "-DCMAKE_EXE_LINKER_FLAGS=${flags}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+if(IO)  # the build has vkblr::io: its installed package must have it too
+  run(${WORK_DIR}/build/load_layer)
+endif()

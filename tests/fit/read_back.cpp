@@ -19,9 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/io/blr_model.hpp"
+#include "vkblr/io/blr_model.hpp"
 #include "vkblr-fit/init/dense_path.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace {
 

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr/io/blr_result.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace {
 

@@ -5,10 +5,11 @@
 #include <catch2/catch_test_macros.hpp>
 #include <string>
 
-#include "vkblr-fit/io/blr_result.hpp"
+#include "vkblr/io/blr_result.hpp"
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/matrix.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkt {
 

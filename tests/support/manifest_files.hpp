@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/synthetic.hpp"
 #include "vkblr/file_io.hpp"
 

@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "vkblr-fit/init/dual_svid.hpp"
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/matrix.hpp"
 #include "vkblr-fit/random.hpp"
-#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr/io/sign_bits.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkt {
 

@@ -9,8 +9,9 @@
 #include <span>
 
 #include "vkblr-fit/train/best_layer.hpp"
-#include "vkblr-fit/io/blr_result.hpp"
-#include "vkblr-fit/bpw.hpp"
+#include "vkblr/io/blr_result.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/train/fit_checkpoint.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"

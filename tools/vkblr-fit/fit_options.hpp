@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "vkblr-fit/init/init_paths.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/sign.hpp"
 
 namespace vkblr::fit {

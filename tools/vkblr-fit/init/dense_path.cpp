@@ -4,7 +4,8 @@
 #include <span>
 #include <vector>
 
-#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr/io/sign_bits.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 namespace {

@@ -5,7 +5,8 @@
 
 #include <Eigen/Dense>
 
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/blr.hpp"
 
 namespace vkblr::fit {

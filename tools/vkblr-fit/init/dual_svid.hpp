@@ -17,9 +17,10 @@
 #include <span>
 #include <vector>
 
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
 #include "vkblr-fit/init/linalg.hpp"
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/blr.hpp"
 
 namespace vkblr::fit {

@@ -9,8 +9,9 @@
 
 #include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/layer_shape.hpp"
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/init/subspace_init.hpp"
 #include "vkblr/blr.hpp"
 

@@ -9,7 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/random.hpp"
 
 namespace vkblr::fit {

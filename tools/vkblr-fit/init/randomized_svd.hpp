@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {

@@ -4,7 +4,8 @@
 #include <format>
 #include <vector>
 
-#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr/io/checksum.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/io/input_range.hpp"
 #include "vkblr-fit/io/f16_rows.hpp"
 #include "vkblr-fit/io/gpu_synthetic.hpp"

@@ -13,9 +13,10 @@
 #include <mutex>
 #include <vector>
 
-#include "vkblr-fit/io/widen.hpp"
+#include "vkblr/io/widen.hpp"
 #include "vkblr-fit/parallel.hpp"
-#include "vkblr-fit/io/npy.hpp"
+#include "vkblr/io/npy.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -16,7 +16,8 @@
 #include <span>
 #include <string>
 
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 

@@ -6,12 +6,13 @@
 #include <map>
 #include <optional>
 
-#include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr/io/excerpt.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/manifest/name_pattern.hpp"
-#include "vkblr-fit/io/npy.hpp"
-#include "vkblr-fit/io/safetensors.hpp"
+#include "vkblr/io/npy.hpp"
+#include "vkblr/io/safetensors.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/manifest.hpp"
 #include "vkblr/context.hpp"
 

@@ -3,10 +3,11 @@
 #include <filesystem>
 #include <format>
 
-#include "vkblr-fit/io/binary_file.hpp"
+#include "vkblr/io/binary_file.hpp"
 #include "vkblr-fit/train/fit_checkpoint.hpp"
 #include "vkblr-fit/io/matrix_source.hpp"
-#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 

@@ -18,9 +18,10 @@
 #include <optional>
 #include <string>
 
-#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr/io/checksum.hpp"
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/manifest_report.hpp"
 
 namespace vkblr::fit {

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 

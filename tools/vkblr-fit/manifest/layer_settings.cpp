@@ -7,7 +7,8 @@
 #include <limits>
 #include <utility>
 
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

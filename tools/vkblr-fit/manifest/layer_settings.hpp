@@ -22,7 +22,8 @@
 #include <string_view>
 
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 

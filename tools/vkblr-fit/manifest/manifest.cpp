@@ -5,11 +5,12 @@
 #include <format>
 #include <span>
 
-#include "vkblr-fit/io/binary_file.hpp"
-#include "vkblr-fit/io/checksum.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/binary_file.hpp"
+#include "vkblr/io/checksum.hpp"
+#include "vkblr/io/excerpt.hpp"
 #include "vkblr-fit/fit_option_checks.hpp"
-#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/layer_settings.hpp"
 #include "vkblr/error.hpp"
 

@@ -3,7 +3,8 @@
 #include <filesystem>
 #include <format>
 
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/model_allocation.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"

@@ -2,8 +2,9 @@
 
 #include <format>
 
-#include "vkblr-fit/io/blr_model.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/blr_model.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/report/report.hpp"
 #include "vkblr-fit/manifest/summary_svg.hpp"
 #include "vkblr/error.hpp"

@@ -1,6 +1,7 @@
 #include "vkblr-fit/manifest/manifest_report.hpp"
 
-#include "vkblr-fit/bpw.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -43,8 +43,9 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/io/json_input.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/manifest/rank_allocation.hpp"
 #include "vkblr-fit/report/report.hpp"
 

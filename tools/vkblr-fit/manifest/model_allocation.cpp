@@ -8,8 +8,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/io/device_data.hpp"
 #include "vkblr-fit/manifest/layer_schedule.hpp"

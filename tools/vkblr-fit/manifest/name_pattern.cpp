@@ -2,7 +2,8 @@
 
 #include <charconv>
 
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -3,7 +3,8 @@
 #include <cmath>
 #include <format>
 
-#include "vkblr-fit/bpw.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

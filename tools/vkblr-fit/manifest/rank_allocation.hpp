@@ -27,7 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 

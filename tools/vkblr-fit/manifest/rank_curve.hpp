@@ -33,7 +33,8 @@
 #include "vkblr-fit/init/device_matrix.hpp"
 #include "vkblr-fit/init/randomized_svd.hpp"  // LowRankTerm
 #include "vkblr-fit/io/device_data.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::fit {

@@ -2,7 +2,8 @@
 
 #include <format>
 
-#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -9,8 +9,9 @@
 #include <limits>
 #include <optional>
 
-#include "vkblr-fit/io/checksum.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/checksum.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_job.hpp"
 #include "vkblr-fit/manifest/layer_fit.hpp"
 #include "vkblr-fit/manifest/layer_record.hpp"

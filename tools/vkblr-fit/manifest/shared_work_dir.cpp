@@ -8,8 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "vkblr-fit/io/binary_file.hpp"
-#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr/io/binary_file.hpp"
+#include "vkblr/io/checksum.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_outputs.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <format>
 
-#include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/report/svg_chart.hpp"
 
 namespace vkblr::fit {

@@ -1,6 +1,6 @@
 """Reading and writing safetensors files (https://github.com/huggingface/safetensors)
 in plain Python and numpy, with the checks vkblr-fit's C++ reader makes
-(tools/vkblr-fit/io/safetensors.hpp).
+(engine/include/vkblr/io/safetensors.hpp).
 
 Layout: an 8-byte little-endian u64 N, N bytes of a JSON header, then the
 data. The header maps each tensor name to {"dtype", "shape", "data_offsets":

@@ -1,5 +1,5 @@
 """XXH3-64 (xxHash 0.8, seed 0, the default secret): the checksum vkblr-fit
-writes into its files (tools/vkblr-fit/io/checksum.hpp), in Python and numpy.
+writes into its files (engine/include/vkblr/io/checksum.hpp), in Python and numpy.
 
     xxh3_64(data) -> int      data: bytes, bytearray, memoryview or a numpy array
     checksum_hex(value) -> "0123456789abcdef" (vkblr-fit's 16 lowercase hex digits)

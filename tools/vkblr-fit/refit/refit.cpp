@@ -9,7 +9,8 @@
 #include <Eigen/Dense>
 
 #include "vkblr-fit/init/dense_path.hpp"
-#include "vkblr-fit/io/sign_bits.hpp"
+#include "vkblr/io/sign_bits.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 
 namespace vkblr::fit {

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "vkblr-fit/init/device_matrix.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/context.hpp"
 

@@ -6,7 +6,8 @@
 // zero (a relative error of nothing is undefined).
 #pragma once
 
-#include "vkblr-fit/matrix.hpp"
+#include "vkblr/io/matrix.hpp"
+#include "vkblr-fit/io_names.hpp"
 
 namespace vkblr::fit {
 

@@ -31,8 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "vkblr-fit/bpw.hpp"
-#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr/io/bpw.hpp"
+#include "vkblr/io/checksum.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/report/curve.hpp"
 
 namespace vkblr::fit {

@@ -20,7 +20,8 @@
 
 #include "vkblr-fit/report/curve.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/blr.hpp"
 
 namespace vkblr::fit {

@@ -6,9 +6,10 @@
 #include <set>
 #include <string_view>
 
-#include "vkblr-fit/io/checkpoint.hpp"
-#include "vkblr-fit/io/excerpt.hpp"
-#include "vkblr-fit/io/json_input.hpp"
+#include "vkblr/io/checkpoint.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr/io/json_input.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/half.hpp"
 

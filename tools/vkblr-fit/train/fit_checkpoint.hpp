@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "vkblr-fit/train/best_layer.hpp"
-#include "vkblr-fit/io/checksum.hpp"
+#include "vkblr/io/checksum.hpp"
 #include "vkblr-fit/report/curve.hpp"
 #include "vkblr-fit/fit_options.hpp"
-#include "vkblr-fit/layer_shape.hpp"
+#include "vkblr/io/layer_shape.hpp"
+#include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/report/report.hpp"
 #include "vkblr/trainer.hpp"
 

@@ -1,0 +1,214 @@
+#include "vkblr/io/npy.hpp"
+
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cstring>
+#include <format>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "vkblr/io/binary_file.hpp"
+#include "vkblr/io/excerpt.hpp"
+#include "vkblr/io/widen.hpp"
+#include "vkblr/error.hpp"
+
+static_assert(std::endian::native == std::endian::little, "npy '<' data is read as native: a port needs byte swaps");
+
+namespace vkblr::io {
+namespace {
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+// numpy's own limit (numpy.lib.format's max_header_size): a float array's
+// header is about 120 bytes; a longer one is refused before it is read.
+constexpr std::uint32_t kMaxHeaderBytes = 10000;
+
+// A value of the header dict: a string, a bool, or a tuple of integers.
+using HeaderValue = std::variant<std::string, bool, std::vector<std::uint64_t>>;
+
+// Parses the dict literal that numpy writes: {'key': value, ...} with
+// values 'string', True/False or (int, ...). Throws naming the file; its
+// messages quote the header's first kExcerptBytes bytes at most.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+
+  std::map<std::string, HeaderValue> dict() {
+    std::map<std::string, HeaderValue> out;
+    expect('{');
+    while (!accept('}')) {
+      std::string key = quoted();
+      expect(':');
+      out[key] = value();
+      if (!accept(',')) {
+        expect('}');
+        break;
+      }
+    }
+    skip_space();
+    if (pos_ != text_.size()) bad("text after the dict", pos_);
+    return out;
+  }
+
+ private:
+  [[noreturn]] void bad(std::string_view what, std::size_t column) const {
+    fail("{}: bad .npy header: {} at column {}: {}", path_, what, column, excerpt(text_));
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool accept(char c) {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!accept(c)) bad(std::format("expected '{}'", c), pos_);
+  }
+  std::string quoted() {
+    skip_space();
+    if (pos_ == text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) bad("expected a string", pos_);
+    const char quote = text_[pos_++];
+    const std::size_t close = text_.find(quote, pos_);
+    if (close == std::string_view::npos) bad("unterminated string", pos_ - 1);
+    std::string s(text_.substr(pos_, close - pos_));
+    pos_ = close + 1;
+    return s;
+  }
+  std::uint64_t integer() {
+    skip_space();
+    const std::size_t start = pos_;
+    std::uint64_t v = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      const auto digit = static_cast<std::uint64_t>(text_[pos_++] - '0');
+      if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) bad("a dimension overflows", start);
+      v = v * 10 + digit;
+    }
+    if (pos_ == start) bad("expected a non-negative integer", start);
+    if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;  // Python 2's long suffix
+    return v;
+  }
+  HeaderValue value() {
+    skip_space();
+    if (pos_ < text_.size() && (text_[pos_] == '\'' || text_[pos_] == '"')) return quoted();
+    if (text_.substr(pos_).starts_with("True")) {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_).starts_with("False")) {
+      pos_ += 5;
+      return false;
+    }
+    if (!accept('(')) bad("expected a string, True, False or a tuple", pos_);
+    std::vector<std::uint64_t> tuple;
+    while (!accept(')')) {
+      tuple.push_back(integer());
+      if (!accept(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return tuple;
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  std::size_t pos_ = 0;
+};
+
+template <class T>
+const T& field(const std::map<std::string, HeaderValue>& dict, const char* key, const char* kind,
+               const std::string& path) {
+  const auto it = dict.find(key);
+  require(it != dict.end(), "{}: bad .npy header: no '{}'", path, key);
+  const T* v = std::get_if<T>(&it->second);
+  require(v != nullptr, "{}: bad .npy header: '{}' is not {}", path, key, kind);
+  return *v;
+}
+
+NpyHeader parse_header(InputFile& file) {
+  const std::string& path = file.path();
+  std::array<std::byte, 8> prefix{};
+  require(file.size() >= prefix.size(), "{}: truncated: {} bytes, not a .npy file", path, file.size());
+  file.read_at(0, prefix, "the magic string");
+  require(std::memcmp(prefix.data(), kMagic.data(), kMagic.size()) == 0,
+          "{}: not a .npy file (it does not start with \"\\x93NUMPY\")", path);
+  const auto major = static_cast<unsigned>(prefix[6]), minor = static_cast<unsigned>(prefix[7]);
+  require((major == 1 || major == 2 || major == 3) && minor == 0,
+          "{}: .npy format version {}.{} is not supported (1.0, 2.0, 3.0 are)", path, major, minor);
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  std::array<std::byte, 4> length_field{};
+  file.read_at(8, std::span(length_field).first(length_bytes), "the header length");
+  std::uint32_t header_bytes = 0;
+  std::memcpy(&header_bytes, length_field.data(), length_bytes);
+  const std::uint64_t header_start = 8 + length_bytes;
+  require(header_bytes <= file.size() - header_start,
+          "{}: header length {} is past the end of the file ({} bytes): truncated?", path, header_bytes, file.size());
+  require(header_bytes <= kMaxHeaderBytes, "{}: header length {} is over numpy's limit of {} bytes: not a float array?",
+          path, header_bytes, kMaxHeaderBytes);
+  std::string header(header_bytes, '\0');
+  file.read_at(header_start, std::as_writable_bytes(std::span(header)), "the header");
+
+  const auto dict = HeaderParser(header, path).dict();
+  for (const auto& [key, value] : dict) {
+    require(key == "descr" || key == "fortran_order" || key == "shape", "{}: bad .npy header: unknown key '{}'", path,
+            excerpt(key));
+  }
+  const auto& descr = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
+  const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
+  const auto& shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
+
+  std::string_view type = descr;
+  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ('<f4')", path,
+          excerpt(descr));
+  if (type.starts_with('<') || type.starts_with('=')) type.remove_prefix(1);
+  require(type == "f4" || type == "f2" || type == "f8", "{}: dtype '{}' is not supported (want '<f4', '<f2' or '<f8')",
+          path, excerpt(descr));
+  const std::size_t item_bytes = type == "f4" ? 4 : type == "f2" ? 2 : 8;
+  require(!fortran, "{}: the array is in Fortran order: save it in C order (numpy.ascontiguousarray)", path);
+  require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
+  require(shape[1] == 0 || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1] / item_bytes,
+          "{}: shape ({}, {}) is too large", path, shape[0], shape[1]);
+  const std::uint64_t data_bytes = shape[0] * shape[1] * item_bytes;
+  const std::uint64_t data_start = header_start + header_bytes;
+  const std::uint64_t present = file.size() - data_start;
+  require(present >= data_bytes, "{}: truncated: shape ({}, {}) of '{}' needs {} data bytes, the file has {}", path,
+          shape[0], shape[1], descr, data_bytes, present);
+  require(present == data_bytes, "{}: {} bytes follow the array's data: not a single .npy array?", path,
+          present - data_bytes);
+
+  NpyHeader h;
+  h.rows = shape[0];
+  h.cols = shape[1];
+  h.dtype = item_bytes == 4 ? Dtype::F32 : item_bytes == 2 ? Dtype::F16 : Dtype::F64;
+  h.data_offset = data_start;
+  h.file_bytes = file.size();
+  return h;
+}
+
+}  // namespace
+
+NpyHeader read_npy_header(const std::string& path) {
+  InputFile file(path);
+  return parse_header(file);
+}
+
+Matrix read_npy_matrix(const std::string& path) {
+  InputFile file(path);
+  const NpyHeader h = parse_header(file);
+  std::vector<std::byte> bytes(h.file_bytes - h.data_offset);
+  file.read_at(h.data_offset, bytes, "the data");
+  Matrix m;
+  m.rows = h.rows;
+  m.cols = h.cols;
+  m.values = widen_to_f32(h.dtype, bytes);
+  return m;
+}
+
+}  // namespace vkblr::io
