@@ -37,8 +37,7 @@ vkt::HostLayer with_noisy_signs(vkt::HostLayer L, double fraction, std::uint64_t
 // The planted layer's outputs on x, computed on the device.
 Buffer planted_target(Context& ctx, const vkt::HostLayer& planted, const Buffer& x) {
   BlrLayer layer = make_blr_layer(ctx, planted.m, planted.n, planted.r, planted.init(), false);
-  BlrShared shared(ctx, kTok, planted.m, planted.n, planted.r);
-  BlrScratch scratch(ctx, layer, shared);
+  BlrScratch scratch(ctx, layer, kTok);
   Buffer y = ctx.buffer(std::size_t{kTok} * planted.m * 4);
   Recorder rec(ctx);
   blr_forward(rec, ctx, layer, scratch, x, y, kTok);
@@ -270,8 +269,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
   SignMatrix bu(ctx, b.paths[0].bits_u, kM, kR, init, 0), bv(ctx, b.paths[0].bits_v, kN, kR, init, 1);
   b.paths[0].g_u = bu.kept_gradient().view(0);
   b.paths[0].g_v = bv.kept_gradient().view(0);
-  BlrShared shared(ctx, ntok, kM, kN, kR);
-  BlrScratch sa(ctx, a, shared), sb(ctx, b, shared);
+  BlrScratch sa(ctx, a, ntok), sb(ctx, b, ntok);
   Buffer ya = ctx.buffer(std::size_t{ntok} * kM * 4), dxa = ctx.buffer(std::size_t{ntok} * kN * 4);
   {
     Recorder rec(ctx);
@@ -305,8 +303,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
   SignMatrix cu(ctx, c.paths[0].bits_u, kM, kR, init, 0), cv(ctx, c.paths[0].bits_v, kN, kR, init, 1);
   c.paths[0].g_u = cu.kept_gradient().view(0);
   c.paths[0].g_v = cv.kept_gradient().view(0);
-  BlrShared shared_half(ctx, half, kM, kN, kR);
-  BlrScratch sc(ctx, c, shared_half);
+  BlrScratch sc(ctx, c, half);
   Buffer dxc = ctx.buffer(std::size_t{half} * kN * 4), yc = ctx.buffer(std::size_t{half} * kM * 4);
   {
     Recorder rec(ctx);

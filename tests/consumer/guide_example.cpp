@@ -64,8 +64,7 @@ int run(bool validation) {
   // held-out batch: x f32 [kTok][kN], target f32 [kTok][kM]. The vectors
   // are sized first: the trainer keeps the buffers' addresses.
   const vkblr::BlrLayer teacher = vkblr::make_blr_layer(ctx, kM, kN, kR, random_layer(rng), false);
-  vkblr::BlrShared shared(ctx, kTok, kM, kN, kR);  // transients, shareable by every layer
-  vkblr::BlrScratch scratch(ctx, teacher, shared);  // this layer's a and c
+  vkblr::BlrScratch scratch(ctx, teacher, kTok);  // its a and c, and transients for kTok tokens
   std::vector<vkblr::Buffer> x(kBatches + 1), target(kBatches + 1);
   vkblr::Recorder rec(ctx);
   for (std::uint32_t b = 0; b <= kBatches; ++b) {

@@ -63,8 +63,8 @@ struct BlrTrainerConfig {
   // gradients, no sign steps (a step is then forward, backward and Adam)
   bool train_signs = true;
   float gscale = 1024.0f;          // power of two (BlrBackward)
-  // BlrShared lanes: paths recorded side by side (1: path after path, the
-  // least memory); the bits are the same for every value
+  // paths recorded side by side (BlrScratch's lanes; 1: path after path,
+  // the least memory); the bits are the same for every value
   std::uint32_t path_lanes = 2;
   float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm
   // Debugging: record a batch's step anew for every step instead of

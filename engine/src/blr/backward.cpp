@@ -7,6 +7,7 @@
 #include "path_gemm.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
+#include "vkblr/ops/blr_lane.hpp"
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/scale.hpp"
@@ -78,7 +79,7 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::uint32_t t32 = round32(ntok);
   const float gs = o.gscale, inv = 1.0f / o.gscale;
-  BlrShared& sh = *s.shared;
+  ops::BlrShared& sh = *s.shared;
 
   // Paths go in groups of the shared lanes, each group's paths side by side
   // (each on its lane's transients).
@@ -89,7 +90,7 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
     std::vector<Branch> group;
     for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
       const BlrPath& path = layer.paths[p];
-      const BlrLane& t = sh.lanes[p - first];
+      const ops::BlrLane& t = sh.lanes[p - first];
       const bool sign = o.sign_grads && path.g_u && path.g_v;
       Branch& st = group.emplace_back(kSteps);
       // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ

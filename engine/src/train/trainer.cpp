@@ -24,8 +24,7 @@ struct BlrTrainer::Impl {
   BlrLayer& layer;
   std::uint32_t ntok;
   BlrTrainerConfig config;
-  BlrShared shared;
-  BlrScratch scratch;
+  BlrScratch scratch;  // with transients of its own (config.path_lanes lanes)
   Buffer y, dy, dx;
   Buffer x_wide;  // f32 [ntok][n]: f16 batches widened (allocated by the first)
   Buffer scalars;        // host-visible: the live blocks
@@ -52,7 +51,7 @@ struct BlrTrainer::Impl {
 
   Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
-        shared(c, t, l.m, l.n, l.r, cfg.path_lanes), scratch(c, l, shared) {
+        scratch(c, l, t, cfg.path_lanes) {
     layer.check("BlrTrainer");
     require(layer.scales && layer.scale_count > 0,
             "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
