@@ -267,8 +267,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
   init.deferred = true;
   BlrLayer b = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
   SignMatrix bu(ctx, b.paths[0].bits_u, kM, kR, init, 0), bv(ctx, b.paths[0].bits_v, kN, kR, init, 1);
-  b.paths[0].g_u = bu.kept_gradient().view(0);
-  b.paths[0].g_v = bv.kept_gradient().view(0);
+  const BlrSignGrads b_kept[] = {{&bu.kept_gradient(), &bv.kept_gradient()}};
   BlrScratch sa(ctx, a, ntok), sb(ctx, b, ntok);
   Buffer ya = ctx.buffer(std::size_t{ntok} * kM * 4), dxa = ctx.buffer(std::size_t{ntok} * kN * 4);
   {
@@ -280,7 +279,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
     blr_forward(rec, ctx, b, sb, bx, ya, ntok);
     BlrBackward o;
     o.accumulate_sign_grads = true;
-    blr_backward(rec, ctx, b, sb, bx, bdy, dxa, ntok, o);
+    blr_backward(rec, ctx, b, sb, bx, bdy, dxa, ntok, b_kept, o);
     bu.record_step(rec, ctx, bu.kept_gradient(), step);
     bv.record_step(rec, ctx, bv.kept_gradient(), step);
     rec.run();
@@ -301,8 +300,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
   // two micro-batches of 64 tokens accumulate what one batch of 128 forms
   BlrLayer c = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
   SignMatrix cu(ctx, c.paths[0].bits_u, kM, kR, init, 0), cv(ctx, c.paths[0].bits_v, kN, kR, init, 1);
-  c.paths[0].g_u = cu.kept_gradient().view(0);
-  c.paths[0].g_v = cv.kept_gradient().view(0);
+  const BlrSignGrads c_kept[] = {{&cu.kept_gradient(), &cv.kept_gradient()}};
   BlrScratch sc(ctx, c, half);
   Buffer dxc = ctx.buffer(std::size_t{half} * kN * 4), yc = ctx.buffer(std::size_t{half} * kM * 4);
   {
@@ -313,7 +311,7 @@ GPU_TEST("deferred sign steps: one micro-batch â‰¡ immediate, k micro-batches â‰
       const Buffer xs = bx.view(std::uint64_t{part} * half * kN * 4, std::uint64_t{half} * kN * 4);
       const Buffer dys = bdy.view(std::uint64_t{part} * half * kM * 4, std::uint64_t{half} * kM * 4);
       blr_forward(rec, ctx, c, sc, xs, yc, half);
-      blr_backward(rec, ctx, c, sc, xs, dys, dxc, half, o);
+      blr_backward(rec, ctx, c, sc, xs, dys, dxc, half, c_kept, o);
     }
     rec.run();
   }
@@ -402,8 +400,8 @@ GPU_TEST("train_signs = false: the bits stay, the scales learn, no sign work is 
   BlrLayer trained = make_blr_layer(ctx, kM, kN, kR, perturbed, false);
   BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
   c.train_h = c.train_l = c.train_g = true;
-  // a trainer with signs first, so the layer's paths hold views of its
-  // sign gradients: the frozen trainer must drop them
+  // a trainer with signs on the same layer first, gone before the frozen
+  // one steps: nothing of it may stay in the layer
   auto with_signs = std::make_unique<BlrTrainer>(ctx, frozen, kTok, c);
   c.train_signs = false;
   Profiler& prof = ctx.profiler();
@@ -431,4 +429,69 @@ GPU_TEST("train_signs = false: the bits stay, the scales learn, no sign work is 
   CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_u.download<std::uint32_t>(), bits_u) == 0);
   CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_v.download<std::uint32_t>(), bits_v) == 0);
   CHECK(trainer.state().size() == 2);  // Adam's two moments only
+}
+
+GPU_TEST("the trainer does not change the layer it borrows; the layer outlives it unchanged", "[trainer]") {
+  // a layer with sign-gradient buffers of its own: the trainer forms G in
+  // its sign matrices' kept gradients, handed to blr_backward, and leaves
+  // every buffer of the layer object as it was (none is pointed elsewhere
+  // or dropped, with or without sign training)
+  const Planted planted = make_planted(ctx, 61);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 62);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), true);
+  auto handles = [&] {
+    std::vector<std::uint64_t> out{layer.scales.vk_handle(), layer.scale_grads.vk_handle()};
+    for (const BlrPath& p : layer.paths) {
+      for (const Buffer* b : {&p.bits_u, &p.bits_v, &p.h, &p.l, &p.g, &p.dh, &p.dl, &p.dg, &p.g_u, &p.g_v}) {
+        out.insert(out.end(), {b->vk_handle(), b->offset(), b->size(), static_cast<std::uint64_t>(b->is_view())});
+      }
+    }
+    return out;
+  };
+  const auto before = handles();
+  const std::vector<float> marker(std::size_t{kM} * kR, 0.25f);
+  layer.paths[0].g_u.upload(marker);
+  for (const bool train_signs : {true, false}) {
+    BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;
+    c.train_signs = train_signs;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    trainer.add_batch(planted.x[0], planted.target[0]);
+    CHECK(trainer.step(0, 0.02f, 1e-3f).applied);
+    INFO("train_signs " << train_signs);
+    CHECK(handles() == before);
+  }
+  // the layer's own G_U was neither used nor written
+  CHECK(layer.paths[0].g_u.download<float>() == marker);
+  // and the layer works on its own after the trainers are gone
+  BlrScratch scratch(ctx, layer, kTok);
+  Buffer y = ctx.buffer(std::uint64_t{kTok} * kM * 4), dx = ctx.buffer(std::uint64_t{kTok} * kN * 4);
+  Buffer dy = ctx.upload(std::vector<float>(std::size_t{kTok} * kM, 1e-2f));
+  Recorder rec(ctx);
+  blr_forward(rec, ctx, layer, scratch, planted.x[0], y, kTok);
+  blr_backward(rec, ctx, layer, scratch, planted.x[0], dy, dx, kTok);
+  rec.run();
+  CHECK(layer.paths[0].g_u.download<float>() != marker);
+}
+
+GPU_TEST("blr_backward refuses sign-gradient destinations that do not fit the layer", "[trainer][blr][errors]") {
+  const vkt::HostLayer host = vkt::random_layer(kM, kN, kR, 2, 71);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
+  BlrScratch scratch(ctx, layer, 32);
+  Buffer x = ctx.buffer(32 * kN * 4), dy = ctx.buffer(32 * kM * 4), dx = ctx.buffer(32 * kN * 4);
+  Buffer gu = ctx.buffer(kM * kR * 4), gv = ctx.buffer(kN * kR * 4), small = ctx.buffer(kN * kR * 4 - 4);
+  Recorder rec(ctx);
+  using Catch::Matchers::ContainsSubstring;
+  const BlrSignGrads one[] = {{&gu, &gv}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, one),
+                    ContainsSubstring("blr_backward: 1 sign-gradient destinations for 2 paths"));
+  const BlrSignGrads short_v[] = {{&gu, &gv}, {&gu, &small}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, short_v),
+                    ContainsSubstring("blr_backward: path 1 sign gradient g_v holds 12284 bytes, needs 12288"));
+  const BlrSignGrads missing[] = {{&gu, &gv}, {nullptr, &gv}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, missing),
+                    ContainsSubstring("blr_backward: path 1 sign gradient g_u holds 0 bytes"));
+  BlrBackward no_signs;
+  no_signs.sign_grads = false;  // then the destinations are not read
+  CHECK_NOTHROW(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, {}, no_signs));
 }

@@ -47,7 +47,8 @@ struct BlrPath {
   Buffer h, l, g;     // f32 [m], [r], [n]
   Buffer dh, dl, dg;  // f32 [m], [r], [n]: accumulated by blr_backward
   // Sign gradients G_U f32 [m][r], G_V f32 [n][r]; empty = not computed.
-  // blr_backward writes (or adds, BlrBackward::accumulate_sign_grads) them.
+  // blr_backward writes (or adds, BlrBackward::accumulate_sign_grads) them,
+  // unless it is given other destinations (BlrSignGrads).
   Buffer g_u, g_v;
 };
 
@@ -133,17 +134,38 @@ void blr_forward_staged(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrS
 
 struct BlrBackward {
   float gscale = 1024.0f;  // power of two; gradients are staged to f16 times it
-  bool sign_grads = true;  // form G_U/G_V for paths that have the buffers
-  bool accumulate_sign_grads = false;  // add to g_u/g_v (micro-batches) instead of overwriting
+  bool sign_grads = true;  // form G_U/G_V (for paths that have somewhere to put them)
+  bool accumulate_sign_grads = false;  // add to G_U/G_V (micro-batches) instead of overwriting
   bool fuse = true;        // false: the unfused ops (same bits; for tests)
+};
+
+// Where blr_backward puts one path's sign gradients when the caller owns
+// them (a SignMatrix's kept_gradient(), say): G_U f32 [m][r] into *g_u,
+// G_V f32 [n][r] into *g_v. The buffers are borrowed for the recording and
+// must outlive the batches that name them.
+struct BlrSignGrads {
+  const Buffer* g_u = nullptr;
+  const Buffer* g_v = nullptr;
 };
 
 // Records the backward of the last blr_forward on the same x: dh/dℓ/dg of
 // every path accumulate, dx f32 [ntok][n] is overwritten with the input
 // gradient, and (options) the sign gradients are formed after each path's
-// input gradient, from the bits as they were; the sign part is tagged "sign"
-// for the profiler. Throws for a bad gscale or shape.
+// input gradient, from the bits as they were, into the g_u/g_v of every
+// path that has them; the sign part is tagged "sign" for the profiler.
+// Throws for a bad gscale or shape.
 void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
                   const Buffer& dx, std::uint32_t ntok, const BlrBackward& options = {});
+
+// The same backward with path p's sign gradients going to sign_grads[p]
+// instead of the path's own g_u/g_v, which are neither read nor written
+// (the layer need have none): the layer is not changed to point elsewhere.
+// With options.sign_grads: one entry per path, both buffers given and large
+// enough, else vkblr::Error ("blr_backward", naming the path and the
+// buffer). Without: no sign gradients are formed and sign_grads is not read
+// (it may be empty).
+void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
+                  const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
+                  const BlrBackward& options = {});
 
 }  // namespace vkblr

@@ -37,7 +37,14 @@
 // step(b) of an unsplit trainer does.
 //
 // Ownership: the trainer borrows the layer and the batch buffers (they must
-// outlive it) and owns the optimizer state, the graphs and the scratch.
+// outlive it and stay where they are) and owns the optimizer state, the
+// graphs, the scratch and the sign gradients: the sign matrices' kept
+// gradients, which it hands to blr_backward explicitly (BlrSignGrads). It
+// takes the layer as const: it never changes the BlrLayer object (its
+// buffers, views and fields stay as they were, the paths' g_u/g_v included,
+// unused by the trainer: make the layer without sign_grads), and its graphs
+// write only the device contents of the layer's bits, scales and
+// scale_grads.
 #pragma once
 
 #include <cstdint>
@@ -103,7 +110,7 @@ struct StepResult {
 
 class BlrTrainer {
  public:
-  BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config);
+  BlrTrainer(Context& ctx, const BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config);
   ~BlrTrainer();
   BlrTrainer(const BlrTrainer&) = delete;
   BlrTrainer& operator=(const BlrTrainer&) = delete;

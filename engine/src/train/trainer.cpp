@@ -21,7 +21,7 @@ constexpr std::uint32_t kScalarWords = 2 * ops::kLiveScalarWords;
 
 struct BlrTrainer::Impl {
   Context& ctx;
-  BlrLayer& layer;
+  const BlrLayer& layer;  // borrowed: its buffers' contents are trained, the object is not changed
   std::uint32_t ntok;
   BlrTrainerConfig config;
   BlrScratch scratch;  // with transients of its own (config.path_lanes lanes)
@@ -34,6 +34,9 @@ struct BlrTrainer::Impl {
   Buffer mask, floors;   // per scale entry
   Buffer moment1, moment2;
   std::vector<SignMatrix> signs;
+  // where the backward forms each path's G_U, G_V: the sign matrices' kept
+  // gradients (the layer's own g_u/g_v, if any, are not used)
+  std::vector<BlrSignGrads> sign_grads;
   std::vector<Graph> train_graphs, eval_graphs;
   struct BatchBuffers {
     const Buffer* x;
@@ -49,7 +52,7 @@ struct BlrTrainer::Impl {
   Graph apply_graph;
   std::uint32_t pending = 0;
 
-  Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
+  Impl(Context& c, const BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
         scratch(c, l, t, cfg.path_lanes) {
     layer.check("BlrTrainer");
@@ -88,18 +91,16 @@ struct BlrTrainer::Impl {
     // kept buffers, the guard sees it, then the steps consume it
     SignInit init = config.sign_init;
     init.deferred = true;
-    signs.reserve(2 * layer.paths.size());
-    for (std::size_t p = 0; p < layer.paths.size(); ++p) {
-      BlrPath& path = layer.paths[p];
-      if (!config.train_signs) {  // no sign gradients (nor views of another trainer's buffers)
-        path.g_u = Buffer{};
-        path.g_v = Buffer{};
-        continue;
+    if (config.train_signs) {
+      signs.reserve(2 * layer.paths.size());
+      for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+        const BlrPath& path = layer.paths[p];
+        signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
+        signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
       }
-      signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
-      signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
-      path.g_u = signs[2 * p].kept_gradient().view(0);
-      path.g_v = signs[2 * p + 1].kept_gradient().view(0);
+      for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+        sign_grads.push_back({&signs[2 * p].kept_gradient(), &signs[2 * p + 1].kept_gradient()});
+      }
     }
     // partials: 64 per scale vector, then 64 per sign gradient
     const std::uint64_t vectors = layer.segments.size() + signs.size();
@@ -124,7 +125,9 @@ struct BlrTrainer::Impl {
     block = ctx.host_buffer(floats * 4, "trainer.gradient_block");
     block.fill(0);
     layout.buffer = &block;
-    layer.scale_grads.fill(0);
+    Recorder zero(ctx);
+    zero.fill(layer.scale_grads, 0);
+    zero.run();
     apply_graph = record_apply();
   }
 
@@ -174,7 +177,7 @@ struct BlrTrainer::Impl {
     backward.gscale = config.gscale;
     backward.sign_grads = config.train_signs;
     backward.accumulate_sign_grads = true;  // into the kept buffers (zero after a step)
-    blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, backward);
+    blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, sign_grads, backward);
     if (config.split) {
       record_block_copies(rec, true);
     } else {
@@ -274,7 +277,7 @@ struct BlrTrainer::Impl {
   }
 };
 
-BlrTrainer::BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config)
+BlrTrainer::BlrTrainer(Context& ctx, const BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config)
     : impl_(std::make_unique<Impl>(ctx, layer, ntok, config)) {}
 BlrTrainer::~BlrTrainer() = default;
 
