@@ -99,8 +99,8 @@ Planted make_planted(Context& ctx, std::uint64_t seed) {
 }
 
 // Scales frozen at the planted values: the signs alone must learn. The
-// loss is the relative squared error of a batch; the sign gradients are
-// brought back to the scale of the raw squared error (grad_scale), where
+// loss is the relative squared error of a batch; the trainer brings the
+// sign gradients back to the scale of the raw squared error, where
 // bop's threshold tau = 1 and Adam's eps = 10 sit between the gradients of
 // wrong signs and the chance correlations of right ones (with eps that
 // large, Adam's step grows with the gradient instead of being the same for
@@ -111,7 +111,6 @@ BlrTrainerConfig frozen_scales(SignOpt opt, double target_sq) {
   c.sign_init.tau = opt == SignOpt::bop ? 1.0f : 0.25f;
   c.train_h = c.train_l = c.train_g = false;
   c.loss_norm = static_cast<float>(target_sq);
-  c.sign_step.grad_scale = static_cast<float>(target_sq);
   c.sign_step.eps = 10.0f;
   c.sign_step.clamp = 1.0f;
   return c;
@@ -494,4 +493,48 @@ GPU_TEST("blr_backward refuses sign-gradient destinations that do not fit the la
   BlrBackward no_signs;
   no_signs.sign_grads = false;  // then the destinations are not read
   CHECK_NOTHROW(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, {}, no_signs));
+}
+
+GPU_TEST("the trainer scales the sign gradients by loss_norm itself; a grad_scale of the user's is refused",
+         "[trainer][sign]") {
+  // loss_norm L and 4L with gscale 1024 and 4096: dy is 4× smaller and its
+  // f16 staging (dy⊙h·gscale) the same, so every gradient is exactly 4×
+  // smaller; with the scales frozen, the sign steps see G·loss_norm, the
+  // same bits, only if the trainer multiplies G by loss_norm (without it the
+  // sign moments would differ by 4)
+  const Planted planted = make_planted(ctx, 81);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 82);
+  const float norm = std::exp2(std::round(std::log2(static_cast<float>(planted.target_sq))));
+  auto run = [&](float loss_norm, float gscale) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+    c.loss_norm = loss_norm;
+    c.gscale = gscale;
+    c.sign_step.eps = 1e-8f;  // steps of about lr: signs flip within the four steps
+    c.sign_step.flip_budget = 0.01f;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    for (int b = 0; b < 2; ++b) trainer.add_batch(planted.x[b], planted.target[b]);
+    double sq = 0;
+    for (int s = 0; s < 4; ++s) sq += trainer.step(static_cast<std::size_t>(s % 2), 0.2f, 0.0f).sq_error;
+    std::vector<std::uint32_t> snapshot = vkt::trainer_snapshot(layer, trainer);
+    snapshot.push_back(static_cast<std::uint32_t>(std::bit_cast<std::uint64_t>(sq)));
+    std::uint64_t flips = 0;
+    for (const SignMatrix& sm : trainer.signs()) flips += sm.telemetry(ctx).total_flips;
+    return std::pair{snapshot, flips};
+  };
+  const auto [one, flips] = run(norm, 1024.0f);
+  const auto [four, flips4] = run(4.0f * norm, 4096.0f);
+  CHECK(flips > 0);  // the signs moved
+  CHECK(flips4 == flips);
+  CHECK(vkt::count_bit_diffs(four, one) == 0);
+
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+  c.sign_step.grad_scale = c.loss_norm;  // what users had to write: now the trainer's
+  CHECK_THROWS_WITH(BlrTrainer(ctx, layer, kTok, c),
+                    Catch::Matchers::ContainsSubstring("BlrTrainer: sign_step.grad_scale = ") &&
+                        Catch::Matchers::ContainsSubstring("leave it at 1"));
+  c.sign_step.grad_scale = 2.0f;
+  CHECK_THROWS_WITH(BlrTrainer(ctx, layer, kTok, c),
+                    Catch::Matchers::ContainsSubstring("sign_step.grad_scale = 2 "));
 }

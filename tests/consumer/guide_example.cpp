@@ -86,7 +86,6 @@ int run(bool validation) {
   vkblr::BlrTrainerConfig config;
   config.sign_init.opt = vkblr::SignOpt::fact;       // Adafactor-style latents
   config.loss_norm = static_cast<float>(target_sq);  // loss = ½‖y − target‖² / ‖target‖²
-  config.sign_step.grad_scale = config.loss_norm;    // sign gradients in squared-error units
   config.sign_step.flip_budget = 0.02f;              // at most 2% of each matrix's signs per step
   vkblr::BlrTrainer trainer(ctx, student, kTok, config);
   for (std::uint32_t b = 0; b < kBatches; ++b) trainer.add_batch(x[b], target[b]);

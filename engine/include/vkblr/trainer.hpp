@@ -62,7 +62,12 @@ namespace vkblr {
 
 struct BlrTrainerConfig {
   SignInit sign_init;              // per sign matrix (deferred is implied)
-  SignStep sign_step;              // hyperparameters; lr and step are set per step
+  // Hyperparameters. lr and step are set per step; grad_scale is the
+  // trainer's: it sets it to loss_norm, so the sign optimizer sees the
+  // gradient of ½‖y − target‖² whatever the normalisation (eps, and bop's
+  // tau, are in those units). Leave grad_scale at 1: any other value is
+  // refused (Error naming sign_step.grad_scale and the value).
+  SignStep sign_step;
   ops::AdamOptions scale_adam;     // Adam of h, ℓ, g; lr and step are set per step
   float scale_rel_floor = 0.0f;    // > 0: relative Adam steps on the scales
   bool train_h = true, train_l = true, train_g = true;  // false freezes that kind of scale
@@ -73,7 +78,7 @@ struct BlrTrainerConfig {
   // paths recorded side by side (BlrScratch's lanes; 1: path after path,
   // the least memory); the bits are the same for every value
   std::uint32_t path_lanes = 2;
-  float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm
+  float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm; > 0, finite
   // Debugging: record a batch's step anew for every step instead of
   // replaying its Graph (the same work, fresh command buffers).
   bool record_every_step = false;

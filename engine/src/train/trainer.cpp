@@ -59,6 +59,9 @@ struct BlrTrainer::Impl {
     require(layer.scales && layer.scale_count > 0,
             "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
     require(config.loss_norm > 0 && std::isfinite(config.loss_norm), "BlrTrainer: loss_norm = {}", config.loss_norm);
+    require(config.sign_step.grad_scale == 1.0f,
+            "BlrTrainer: sign_step.grad_scale = {} (the trainer sets it to loss_norm = {}; leave it at 1)",
+            config.sign_step.grad_scale, config.loss_norm);
     y = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.y");
     dy = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.dy");
     dx = c.buffer(std::uint64_t{ntok} * l.n * 4, "trainer.dx");
@@ -211,6 +214,7 @@ struct BlrTrainer::Impl {
     rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kScaleWord + 2));
     rec.tag("sign");
     SignStep sign_step = config.sign_step;
+    sign_step.grad_scale = config.loss_norm;  // G of ½‖y − target‖²: undoes dy's 1 / loss_norm
     sign_step.live = {&scalars, kSignWord};
     // all matrices phase by phase: shared barriers (record_sign_steps)
     std::vector<SignMatrix*> matrices;
