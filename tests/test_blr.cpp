@@ -3,12 +3,14 @@
 // plain forward, fused ≡ unfused backward); one submit per step; refusals.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 #include <algorithm>
 #include <cstdlib>
 
 #include "support/blr_ref.hpp"
 #include "support/gpu.hpp"
 #include "vkblr/blr.hpp"
+#include "vkblr/ops/blr_lane.hpp"
 #include "vkblr/profiler.hpp"
 
 using namespace vkblr;
@@ -20,8 +22,7 @@ struct DeviceLayer {
   DeviceLayer(Context& ctx, const vkt::HostLayer& host, std::uint32_t ntok_, bool sign_grads,
               std::uint32_t lanes = 2)
       : layer(make_blr_layer(ctx, host.m, host.n, host.r, host.init(), sign_grads)),
-        shared(ctx, ntok_, host.m, host.n, host.r, lanes),
-        scratch(ctx, layer, shared),
+        scratch(ctx, layer, ntok_, lanes),
         ntok(ntok_) {
     y = ctx.buffer(std::size_t{ntok} * host.m * 4);
     dx = ctx.buffer(std::size_t{ntok} * host.n * 4);
@@ -29,8 +30,7 @@ struct DeviceLayer {
     dx.fill(vkt::kPoison32);
   }
   BlrLayer layer;
-  BlrShared shared;
-  BlrScratch scratch;
+  BlrScratch scratch;  // transients of its own
   std::uint32_t ntok;
   Buffer y, dx;
 
@@ -239,14 +239,14 @@ GPU_TEST("paths side by side give the bits of path after path, with fewer barrie
     std::vector<std::vector<std::uint32_t>> outputs;
     for (std::uint32_t lanes = 1; lanes <= np + 1; ++lanes) {
       DeviceLayer d(c, host, ntok, true, lanes);
-      CHECK(d.shared.lanes.size() == std::min(lanes, np));  // allocated for the layer's paths
+      CHECK(d.scratch.shared->lanes.size() == std::min(lanes, np));  // allocated for the layer's paths
       barriers.push_back(d.step(c, bx, bdy));
       outputs.push_back(all_outputs(d));
     }
     // a one-path layer allocates one lane of the two it could use
     const auto single = vkt::random_layer(m, n, r, 1, 12);
     DeviceLayer one(c, single, ntok, true, 2);
-    CHECK(one.shared.lanes.size() == 1);
+    CHECK(one.scratch.shared->lanes.size() == 1);
     INFO(np << " paths, ntok " << ntok << (forced_split ? ", split" : ""));
     for (std::uint32_t lanes = 2; lanes <= np + 1; ++lanes) {
       INFO(lanes << " lanes: " << barriers[lanes - 1] << " barriers, path after path " << barriers[0]);
@@ -273,6 +273,45 @@ GPU_TEST("the lanes change no bit of a layer step where the automatic split-K di
     outputs.push_back(all_outputs(d));
   }
   CHECK(vkt::count_bit_diffs(outputs[1], outputs[0]) == 0);
+}
+
+GPU_TEST("layers lent one BlrShared give the bits of their own transients", "[blr]") {
+  // two layers of different shapes (and path counts) on one BlrShared sized
+  // for the larger, recorded in one batch, against each with a scratch of
+  // its own
+  const std::uint32_t ntok = 48;
+  const auto big = vkt::random_layer(128, 96, 64, 3, 31), small = vkt::random_layer(64, 32, 32, 2, 32);
+  Buffer bx = ctx.upload(vkt::random_floats(std::size_t{ntok} * 96, 33, 1.0f));
+  Buffer bdy = ctx.upload(vkt::random_floats(std::size_t{ntok} * 128, 34, 1e-2f));
+  const Buffer x_small = bx.view(0, std::uint64_t{ntok} * 32 * 4), dy_small = bdy.view(0, std::uint64_t{ntok} * 64 * 4);
+  DeviceLayer own_big(ctx, big, ntok, true), own_small(ctx, small, ntok, true);
+  own_big.step(ctx, bx, bdy);
+  own_small.step(ctx, x_small, dy_small);
+  ops::BlrShared shared(ctx, ntok, 128, 96, 64);
+  CHECK(shared.lanes.size() == 1);
+  DeviceLayer lent_big(ctx, big, ntok, true), lent_small(ctx, small, ntok, true);
+  lent_big.scratch = BlrScratch(ctx, lent_big.layer, shared);
+  lent_small.scratch = BlrScratch(ctx, lent_small.layer, shared);
+  CHECK(shared.lanes.size() == 2);  // reserved by the three-path layer, up to max_lanes
+  {
+    Recorder rec(ctx);
+    for (DeviceLayer* d : {&lent_big, &lent_small}) {
+      const bool b = d == &lent_big;
+      blr_forward(rec, ctx, d->layer, d->scratch, b ? bx : x_small, d->y, ntok);
+      blr_backward(rec, ctx, d->layer, d->scratch, b ? bx : x_small, b ? bdy : dy_small, d->dx, ntok);
+    }
+    rec.run();
+  }
+  CHECK(vkt::count_bit_diffs(all_outputs(lent_big), all_outputs(own_big)) == 0);
+  CHECK(vkt::count_bit_diffs(all_outputs(lent_small), all_outputs(own_small)) == 0);
+  // a layer larger than the shared transients, and bad sizes of a scratch of its own
+  ops::BlrShared narrow(ctx, ntok, 64, 32, 32);
+  CHECK_THROWS_WITH(BlrScratch(ctx, own_big.layer, narrow),
+                    Catch::Matchers::ContainsSubstring("BlrScratch") && Catch::Matchers::ContainsSubstring("128x96"));
+  CHECK_THROWS_WITH(BlrScratch(ctx, own_big.layer, 0), Catch::Matchers::ContainsSubstring("BlrScratch") &&
+                                                           Catch::Matchers::ContainsSubstring("ntok = 0"));
+  CHECK_THROWS_WITH(BlrScratch(ctx, own_big.layer, ntok, 65),
+                    Catch::Matchers::ContainsSubstring("BlrScratch: lanes = 65"));
 }
 
 GPU_TEST("a layer's forward, backward and sign gradients are one submit", "[blr][recorder]") {

@@ -1,5 +1,7 @@
 // The context, its capabilities and buffers.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <memory>
 #include <numeric>
 
 #include "support/gpu.hpp"
@@ -7,6 +9,8 @@
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/error.hpp"
+#include "vkblr/ops/scale.hpp"
+#include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 
@@ -66,4 +70,31 @@ GPU_TEST("buffer transfers outside the buffer are refused", "[context][errors]")
   CHECK_THROWS_AS(b.read(big.data(), 8, 60), Error);
   CHECK_THROWS_AS(b.fill(0, 2, 4), Error);
   CHECK_THROWS_AS(ctx.buffer(0), Error);
+}
+
+// volk's function pointers are process-wide, and every instance made loads
+// them again: one without validation (a second context, list_devices) nulls
+// VK_EXT_debug_utils's commands. A context with validation must still
+// destroy its messenger when it goes, here after another context was made,
+// a record on it failed with an Error, and list_devices ran. (The crash this
+// guards against was a call through a null pointer in the context's
+// destructor: the test process dies at `first.reset()`.)
+GPU_TEST("a context with validation is destroyed cleanly after other instances and a thrown Error",
+         "[context][errors]") {
+  auto first = std::make_unique<Context>(vkt::shared_options());
+  {
+    Context plain;  // no validation: its instance lacks VK_EXT_debug_utils
+    const Buffer small = plain.buffer(64);
+    Recorder rec(plain);
+    rec.fill(small, 0);
+    CHECK_THROWS_WITH(rec.add(ops::f16_to_f32(plain, small, small, 1024)),
+                      Catch::Matchers::ContainsSubstring("f16_to_f32"));
+  }
+  CHECK_FALSE(list_devices().empty());
+  {
+    Buffer b = first->upload(std::vector<float>{1.5f, -2.0f});  // the first context still works
+    CHECK(b.download<float>() == std::vector<float>{1.5f, -2.0f});
+  }
+  vkt::check_validation(*first);
+  first.reset();
 }

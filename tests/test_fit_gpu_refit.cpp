@@ -915,12 +915,21 @@ double seconds_since(std::chrono::steady_clock::time_point& t0) {
 // exp(−k/(r/6)) + 0.05 between Gaussian factors; Gaussian tokens with 1/64
 // of the channels ×8), the GPU Dual-SVID init, then the GPU refit with each
 // step timed (wall clock, every step ends waiting for the device). Its own
-// context, without validation.
+// context, without validation. Skipped on a device whose storage bindings
+// cannot hold the case's matrices whole (lavapipe allows 128 MiB; C of the
+// default case is 14336² f32, 784 MiB): VKBLR_REFIT_BENCH sets a smaller one.
 TEST_CASE("GPU refit timing on an LLM-sized layer", "[.gpu_refit_bench]") {
   const BenchCase bc = bench_case();
   const LayerShape shape = bc.shape;
   const std::uint32_t m = shape.m, n = shape.n, r = shape.rank, k = std::min(m, n);
   Context ctx;
+  // the largest of W [m][n], C [n][n], the factors [m|n][k <= n] and a chunk of tokens [<= 4096][n]
+  const std::uint64_t largest = std::uint64_t{std::max({m, n, 4096u})} * n * 4;
+  if (largest > ctx.caps().max_storage_buffer_range) {
+    SKIP(ctx.caps().device_name << " binds at most " << ctx.caps().max_storage_buffer_range
+                                << " bytes; this case binds a matrix of " << largest
+                                << " (VKBLR_REFIT_BENCH=m,n,rank,paths,sweeps sets a smaller case)");
+  }
   std::printf("device %s; %u×%u rank %u, %u paths, %u sweeps, %u tokens; blocks of %u rows, %u rounds, %u CG\n",
               ctx.caps().device_name.c_str(), m, n, r, shape.paths, bc.sweeps, bc.tokens, bc.steps.block_rows,
               bc.steps.block_rounds, bc.steps.cg_iterations);

@@ -37,8 +37,7 @@ vkt::HostLayer with_noisy_signs(vkt::HostLayer L, double fraction, std::uint64_t
 // The planted layer's outputs on x, computed on the device.
 Buffer planted_target(Context& ctx, const vkt::HostLayer& planted, const Buffer& x) {
   BlrLayer layer = make_blr_layer(ctx, planted.m, planted.n, planted.r, planted.init(), false);
-  BlrShared shared(ctx, kTok, planted.m, planted.n, planted.r);
-  BlrScratch scratch(ctx, layer, shared);
+  BlrScratch scratch(ctx, layer, kTok);
   Buffer y = ctx.buffer(std::size_t{kTok} * planted.m * 4);
   Recorder rec(ctx);
   blr_forward(rec, ctx, layer, scratch, x, y, kTok);
@@ -100,8 +99,8 @@ Planted make_planted(Context& ctx, std::uint64_t seed) {
 }
 
 // Scales frozen at the planted values: the signs alone must learn. The
-// loss is the relative squared error of a batch; the sign gradients are
-// brought back to the scale of the raw squared error (grad_scale), where
+// loss is the relative squared error of a batch; the trainer brings the
+// sign gradients back to the scale of the raw squared error, where
 // bop's threshold tau = 1 and Adam's eps = 10 sit between the gradients of
 // wrong signs and the chance correlations of right ones (with eps that
 // large, Adam's step grows with the gradient instead of being the same for
@@ -112,7 +111,6 @@ BlrTrainerConfig frozen_scales(SignOpt opt, double target_sq) {
   c.sign_init.tau = opt == SignOpt::bop ? 1.0f : 0.25f;
   c.train_h = c.train_l = c.train_g = false;
   c.loss_norm = static_cast<float>(target_sq);
-  c.sign_step.grad_scale = static_cast<float>(target_sq);
   c.sign_step.eps = 10.0f;
   c.sign_step.clamp = 1.0f;
   return c;
@@ -268,10 +266,8 @@ GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches �
   init.deferred = true;
   BlrLayer b = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
   SignMatrix bu(ctx, b.paths[0].bits_u, kM, kR, init, 0), bv(ctx, b.paths[0].bits_v, kN, kR, init, 1);
-  b.paths[0].g_u = bu.kept_gradient().view(0);
-  b.paths[0].g_v = bv.kept_gradient().view(0);
-  BlrShared shared(ctx, ntok, kM, kN, kR);
-  BlrScratch sa(ctx, a, shared), sb(ctx, b, shared);
+  const BlrSignGrads b_kept[] = {{&bu.kept_gradient(), &bv.kept_gradient()}};
+  BlrScratch sa(ctx, a, ntok), sb(ctx, b, ntok);
   Buffer ya = ctx.buffer(std::size_t{ntok} * kM * 4), dxa = ctx.buffer(std::size_t{ntok} * kN * 4);
   {
     Recorder rec(ctx);
@@ -282,7 +278,7 @@ GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches �
     blr_forward(rec, ctx, b, sb, bx, ya, ntok);
     BlrBackward o;
     o.accumulate_sign_grads = true;
-    blr_backward(rec, ctx, b, sb, bx, bdy, dxa, ntok, o);
+    blr_backward(rec, ctx, b, sb, bx, bdy, dxa, ntok, b_kept, o);
     bu.record_step(rec, ctx, bu.kept_gradient(), step);
     bv.record_step(rec, ctx, bv.kept_gradient(), step);
     rec.run();
@@ -303,10 +299,8 @@ GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches �
   // two micro-batches of 64 tokens accumulate what one batch of 128 forms
   BlrLayer c = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
   SignMatrix cu(ctx, c.paths[0].bits_u, kM, kR, init, 0), cv(ctx, c.paths[0].bits_v, kN, kR, init, 1);
-  c.paths[0].g_u = cu.kept_gradient().view(0);
-  c.paths[0].g_v = cv.kept_gradient().view(0);
-  BlrShared shared_half(ctx, half, kM, kN, kR);
-  BlrScratch sc(ctx, c, shared_half);
+  const BlrSignGrads c_kept[] = {{&cu.kept_gradient(), &cv.kept_gradient()}};
+  BlrScratch sc(ctx, c, half);
   Buffer dxc = ctx.buffer(std::size_t{half} * kN * 4), yc = ctx.buffer(std::size_t{half} * kM * 4);
   {
     Recorder rec(ctx);
@@ -316,7 +310,7 @@ GPU_TEST("deferred sign steps: one micro-batch ≡ immediate, k micro-batches �
       const Buffer xs = bx.view(std::uint64_t{part} * half * kN * 4, std::uint64_t{half} * kN * 4);
       const Buffer dys = bdy.view(std::uint64_t{part} * half * kM * 4, std::uint64_t{half} * kM * 4);
       blr_forward(rec, ctx, c, sc, xs, yc, half);
-      blr_backward(rec, ctx, c, sc, xs, dys, dxc, half, o);
+      blr_backward(rec, ctx, c, sc, xs, dys, dxc, half, c_kept, o);
     }
     rec.run();
   }
@@ -405,8 +399,8 @@ GPU_TEST("train_signs = false: the bits stay, the scales learn, no sign work is 
   BlrLayer trained = make_blr_layer(ctx, kM, kN, kR, perturbed, false);
   BlrTrainerConfig c = frozen_scales(SignOpt::fact, planted.target_sq);
   c.train_h = c.train_l = c.train_g = true;
-  // a trainer with signs first, so the layer's paths hold views of its
-  // sign gradients: the frozen trainer must drop them
+  // a trainer with signs on the same layer first, gone before the frozen
+  // one steps: nothing of it may stay in the layer
   auto with_signs = std::make_unique<BlrTrainer>(ctx, frozen, kTok, c);
   c.train_signs = false;
   Profiler& prof = ctx.profiler();
@@ -434,4 +428,113 @@ GPU_TEST("train_signs = false: the bits stay, the scales learn, no sign work is 
   CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_u.download<std::uint32_t>(), bits_u) == 0);
   CHECK(vkt::count_bit_diffs(frozen.paths[0].bits_v.download<std::uint32_t>(), bits_v) == 0);
   CHECK(trainer.state().size() == 2);  // Adam's two moments only
+}
+
+GPU_TEST("the trainer does not change the layer it borrows; the layer outlives it unchanged", "[trainer]") {
+  // a layer with sign-gradient buffers of its own: the trainer forms G in
+  // its sign matrices' kept gradients, handed to blr_backward, and leaves
+  // every buffer of the layer object as it was (none is pointed elsewhere
+  // or dropped, with or without sign training)
+  const Planted planted = make_planted(ctx, 61);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 62);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), true);
+  auto handles = [&] {
+    std::vector<std::uint64_t> out{layer.scales.vk_handle(), layer.scale_grads.vk_handle()};
+    for (const BlrPath& p : layer.paths) {
+      for (const Buffer* b : {&p.bits_u, &p.bits_v, &p.h, &p.l, &p.g, &p.dh, &p.dl, &p.dg, &p.g_u, &p.g_v}) {
+        out.insert(out.end(), {b->vk_handle(), b->offset(), b->size(), static_cast<std::uint64_t>(b->is_view())});
+      }
+    }
+    return out;
+  };
+  const auto before = handles();
+  const std::vector<float> marker(std::size_t{kM} * kR, 0.25f);
+  layer.paths[0].g_u.upload(marker);
+  for (const bool train_signs : {true, false}) {
+    BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+    c.train_h = c.train_l = c.train_g = true;
+    c.train_signs = train_signs;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    trainer.add_batch(planted.x[0], planted.target[0]);
+    CHECK(trainer.step(0, 0.02f, 1e-3f).applied);
+    INFO("train_signs " << train_signs);
+    CHECK(handles() == before);
+  }
+  // the layer's own G_U was neither used nor written
+  CHECK(layer.paths[0].g_u.download<float>() == marker);
+  // and the layer works on its own after the trainers are gone
+  BlrScratch scratch(ctx, layer, kTok);
+  Buffer y = ctx.buffer(std::uint64_t{kTok} * kM * 4), dx = ctx.buffer(std::uint64_t{kTok} * kN * 4);
+  Buffer dy = ctx.upload(std::vector<float>(std::size_t{kTok} * kM, 1e-2f));
+  Recorder rec(ctx);
+  blr_forward(rec, ctx, layer, scratch, planted.x[0], y, kTok);
+  blr_backward(rec, ctx, layer, scratch, planted.x[0], dy, dx, kTok);
+  rec.run();
+  CHECK(layer.paths[0].g_u.download<float>() != marker);
+}
+
+GPU_TEST("blr_backward refuses sign-gradient destinations that do not fit the layer", "[trainer][blr][errors]") {
+  const vkt::HostLayer host = vkt::random_layer(kM, kN, kR, 2, 71);
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, host.init(), false);
+  BlrScratch scratch(ctx, layer, 32);
+  Buffer x = ctx.buffer(32 * kN * 4), dy = ctx.buffer(32 * kM * 4), dx = ctx.buffer(32 * kN * 4);
+  Buffer gu = ctx.buffer(kM * kR * 4), gv = ctx.buffer(kN * kR * 4), small = ctx.buffer(kN * kR * 4 - 4);
+  Recorder rec(ctx);
+  using Catch::Matchers::ContainsSubstring;
+  const BlrSignGrads one[] = {{&gu, &gv}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, one),
+                    ContainsSubstring("blr_backward: 1 sign-gradient destinations for 2 paths"));
+  const BlrSignGrads short_v[] = {{&gu, &gv}, {&gu, &small}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, short_v),
+                    ContainsSubstring("blr_backward: path 1 sign gradient g_v holds 12284 bytes, needs 12288"));
+  const BlrSignGrads missing[] = {{&gu, &gv}, {nullptr, &gv}};
+  CHECK_THROWS_WITH(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, missing),
+                    ContainsSubstring("blr_backward: path 1 sign gradient g_u holds 0 bytes"));
+  BlrBackward no_signs;
+  no_signs.sign_grads = false;  // then the destinations are not read
+  CHECK_NOTHROW(blr_backward(rec, ctx, layer, scratch, x, dy, dx, 32, {}, no_signs));
+}
+
+GPU_TEST("the trainer scales the sign gradients by loss_norm itself; a grad_scale of the user's is refused",
+         "[trainer][sign]") {
+  // loss_norm L and 4L with gscale 1024 and 4096: dy is 4× smaller and its
+  // f16 staging (dy⊙h·gscale) the same, so every gradient is exactly 4×
+  // smaller; with the scales frozen, the sign steps see G·loss_norm, the
+  // same bits, only if the trainer multiplies G by loss_norm (without it the
+  // sign moments would differ by 4)
+  const Planted planted = make_planted(ctx, 81);
+  const vkt::HostLayer start = with_noisy_signs(planted.truth, 0.05, 82);
+  const float norm = std::exp2(std::round(std::log2(static_cast<float>(planted.target_sq))));
+  auto run = [&](float loss_norm, float gscale) {
+    BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+    BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+    c.loss_norm = loss_norm;
+    c.gscale = gscale;
+    c.sign_step.eps = 1e-8f;  // steps of about lr: signs flip within the four steps
+    c.sign_step.flip_budget = 0.01f;
+    BlrTrainer trainer(ctx, layer, kTok, c);
+    for (int b = 0; b < 2; ++b) trainer.add_batch(planted.x[b], planted.target[b]);
+    double sq = 0;
+    for (int s = 0; s < 4; ++s) sq += trainer.step(static_cast<std::size_t>(s % 2), 0.2f, 0.0f).sq_error;
+    std::vector<std::uint32_t> snapshot = vkt::trainer_snapshot(layer, trainer);
+    snapshot.push_back(static_cast<std::uint32_t>(std::bit_cast<std::uint64_t>(sq)));
+    std::uint64_t flips = 0;
+    for (const SignMatrix& sm : trainer.signs()) flips += sm.telemetry(ctx).total_flips;
+    return std::pair{snapshot, flips};
+  };
+  const auto [one, flips] = run(norm, 1024.0f);
+  const auto [four, flips4] = run(4.0f * norm, 4096.0f);
+  CHECK(flips > 0);  // the signs moved
+  CHECK(flips4 == flips);
+  CHECK(vkt::count_bit_diffs(four, one) == 0);
+
+  BlrLayer layer = make_blr_layer(ctx, kM, kN, kR, start.init(), false);
+  BlrTrainerConfig c = frozen_scales(SignOpt::adam, planted.target_sq);
+  c.sign_step.grad_scale = c.loss_norm;  // what users had to write: now the trainer's
+  CHECK_THROWS_WITH(BlrTrainer(ctx, layer, kTok, c),
+                    Catch::Matchers::ContainsSubstring("BlrTrainer: sign_step.grad_scale = ") &&
+                        Catch::Matchers::ContainsSubstring("leave it at 1"));
+  c.sign_step.grad_scale = 2.0f;
+  CHECK_THROWS_WITH(BlrTrainer(ctx, layer, kTok, c),
+                    Catch::Matchers::ContainsSubstring("sign_step.grad_scale = 2 "));
 }

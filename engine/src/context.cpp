@@ -333,8 +333,9 @@ void ContextImpl::release() noexcept {
   allocator = VK_NULL_HANDLE;
   if (device) vkDestroyDevice(device, nullptr);
   device = VK_NULL_HANDLE;
-  if (messenger) vkDestroyDebugUtilsMessengerEXT(instance, messenger, nullptr);
+  if (messenger) destroy_messenger(instance, messenger, nullptr);
   messenger = VK_NULL_HANDLE;
+  destroy_messenger = nullptr;
   if (instance) vkDestroyInstance(instance, nullptr);
   instance = VK_NULL_HANDLE;
 }
@@ -372,8 +373,16 @@ void ContextImpl::create_instance(const ContextOptions& options) {
   VKBLR_VK(vkCreateInstance(&info, nullptr, &instance));
   volkLoadInstance(instance);
   if (options.validation) {
+    // this instance's own debug-utils commands (vk.hpp: volk's follow the
+    // last instance loaded, which may lack the extension by release())
+    const auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+    destroy_messenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    require(create && destroy_messenger, "the Vulkan loader offers no {} commands on an instance that enabled it",
+            VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     VkDebugUtilsMessengerCreateInfoEXT m = messenger_info(this);
-    VKBLR_VK(vkCreateDebugUtilsMessengerEXT(instance, &m, nullptr, &messenger));
+    VKBLR_VK(create(instance, &m, nullptr, &messenger));
   }
 }
 

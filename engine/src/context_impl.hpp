@@ -64,6 +64,10 @@ class ContextImpl {
 
   VkInstance instance = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  // VK_EXT_debug_utils's destroy command of this context's own instance
+  // (vk.hpp: volk's global pointer follows the last instance loaded);
+  // null without validation.
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger = nullptr;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   std::uint32_t queue_family = 0;

@@ -2,6 +2,14 @@
 // run time) and VMA, for the library's own sources. Every VkResult goes
 // through VKBLR_VK, which throws vkblr::Error with the call, the result name,
 // file and line.
+//
+// volk's function pointers are process-wide and every instance made
+// (a Context, list_devices) loads them again with volkLoadInstance. Core and
+// device-level commands are the loader's trampolines, the same for every
+// instance, so any context may call them. A command of an instance
+// extension is null for an instance that did not enable the extension: a
+// context calls those through pointers it fetched from its own instance
+// (ContextImpl::destroy_messenger), never through volk's.
 #pragma once
 
 #include <volk.h>

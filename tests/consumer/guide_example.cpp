@@ -64,8 +64,7 @@ int run(bool validation) {
   // held-out batch: x f32 [kTok][kN], target f32 [kTok][kM]. The vectors
   // are sized first: the trainer keeps the buffers' addresses.
   const vkblr::BlrLayer teacher = vkblr::make_blr_layer(ctx, kM, kN, kR, random_layer(rng), false);
-  vkblr::BlrShared shared(ctx, kTok, kM, kN, kR);  // transients, shareable by every layer
-  vkblr::BlrScratch scratch(ctx, teacher, shared);  // this layer's a and c
+  vkblr::BlrScratch scratch(ctx, teacher, kTok);  // its a and c, and transients for kTok tokens
   std::vector<vkblr::Buffer> x(kBatches + 1), target(kBatches + 1);
   vkblr::Recorder rec(ctx);
   for (std::uint32_t b = 0; b <= kBatches; ++b) {
@@ -87,7 +86,6 @@ int run(bool validation) {
   vkblr::BlrTrainerConfig config;
   config.sign_init.opt = vkblr::SignOpt::fact;       // Adafactor-style latents
   config.loss_norm = static_cast<float>(target_sq);  // loss = ½‖y − target‖² / ‖target‖²
-  config.sign_step.grad_scale = config.loss_norm;    // sign gradients in squared-error units
   config.sign_step.flip_budget = 0.02f;              // at most 2% of each matrix's signs per step
   vkblr::BlrTrainer trainer(ctx, student, kTok, config);
   for (std::uint32_t b = 0; b < kBatches; ++b) trainer.add_batch(x[b], target[b]);

@@ -21,8 +21,7 @@ int main() {
     path.l.assign(r, 1.0f);
     path.g.assign(n, 1.0f);
     const vkblr::BlrLayer layer = vkblr::make_blr_layer(ctx, m, n, r, {path}, false);
-    vkblr::BlrShared shared(ctx, ntok, m, n, r);
-    vkblr::BlrScratch scratch(ctx, layer, shared);
+    vkblr::BlrScratch scratch(ctx, layer, ntok);
     std::vector<float> x(ntok * n);
     for (std::uint32_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 5) - 2.0f;  // exact in f16
     const vkblr::Buffer bx = ctx.upload(x), by = ctx.buffer(ntok * m * sizeof(float));

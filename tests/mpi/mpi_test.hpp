@@ -77,13 +77,12 @@ inline std::vector<float> rows(const std::vector<float>& a, std::uint32_t width,
 }
 
 // A trainer configuration where signs flip within a few steps and the
-// scales train too: relative squared error as the loss, sign gradients
-// brought back to the raw squared error (as tests/test_trainer.cpp does).
+// scales train too: relative squared error as the loss (the trainer brings
+// the sign gradients back to the raw squared error).
 inline vkblr::BlrTrainerConfig config(const Problem& p) {
   vkblr::BlrTrainerConfig c;
   c.sign_init.opt = vkblr::SignOpt::adam;
   c.loss_norm = static_cast<float>(p.target_sq);
-  c.sign_step.grad_scale = static_cast<float>(p.target_sq);
   c.sign_step.eps = 1e-8f;
   c.sign_step.flip_budget = 0.02f;
   return c;

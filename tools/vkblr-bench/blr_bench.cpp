@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <format>
+#include <vkblr/ops/blr_lane.hpp>
 
 namespace bench {
 namespace {
@@ -50,7 +51,7 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
     try {
       require_fits(ctx.caps(), blr_memory(ctx, c, o), "blr " + to_string(c));
       vkblr::BlrLayer layer = random_layer(ctx, c, o.sign_grads);
-      vkblr::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r, o.lanes);
+      vkblr::ops::BlrShared shared(ctx, c.ntok, c.m, c.n, c.r, o.lanes);  // its lane_bytes() is reported
       vkblr::BlrScratch scratch(ctx, layer, shared);
       vkblr::Buffer x = ctx.upload(random_floats(std::size_t{c.ntok} * c.n, 60, -2.0f, 2.0f));
       vkblr::Buffer dy = ctx.upload(random_floats(std::size_t{c.ntok} * c.m, 61, -1e-3f, 1e-3f));

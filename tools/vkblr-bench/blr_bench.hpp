@@ -25,7 +25,7 @@ using BlrCase = LayerCase;
 struct BlrBenchOptions {
   std::vector<BlrCase> cases;
   bool sign_grads = true;
-  std::uint32_t lanes = 2;  // BlrShared lanes: paths recorded side by side
+  std::uint32_t lanes = 2;  // ops::BlrShared lanes: paths recorded side by side
   std::uint32_t warmup = 5;
   std::uint32_t reps = 30;
   bool quiet = false;
@@ -39,8 +39,8 @@ struct BlrResult {
   double replay_ms = 0;  // per step: wall time of an unprofiled replay of `reps` steps / reps
   std::map<std::string, double> share;  // fraction of busy time per class: gemm, sign gemm, reductions, elementwise
   std::uint32_t dispatches = 0, barriers = 0;
-  std::uint32_t lanes = 0;      // BlrShared lanes the step ran with
-  // memory per lane: the BlrShared buffers of one lane; and the Recorder's
+  std::uint32_t lanes = 0;      // ops::BlrShared lanes the step ran with
+  // memory per lane: the ops::BlrShared buffers of one lane; and the Recorder's
   // transients of the step (all its lanes together)
   std::uint64_t lane_bytes = 0, transient_bytes = 0;
   double torch_compile_ms = 0;  // PyTorch 2.11 torch.compile on the H200 (issue 5)

@@ -53,7 +53,7 @@ MemoryNeed layer_memory(const vkblr::Context& ctx, const LayerCase& c, bool sign
     add(paths, m * r * 4);
     add(paths, n * r * 4);
   }
-  // BlrScratch: a and c per path; BlrShared: each lane's transients
+  // BlrScratch: a and c per path; ops::BlrShared: each lane's transients
   add(paths, t * r * 4);
   add(paths, t * m * 4);
   add(lanes_used, t * std::max({m, n, r}) * 2);

@@ -35,7 +35,7 @@ std::string to_string(const LayerCase& c);
 double layer_scale_floats(const vkblr::Context& ctx, const LayerCase& c);
 
 // The memory of random_layer(c, sign_grads) and of the blr ops around it:
-// BlrShared with min(P, lanes) lanes, BlrScratch, the split-K workspaces of
+// ops::BlrShared with min(P, lanes) lanes, BlrScratch, the split-K workspaces of
 // the layer's GEMMs, and the host copies random_layer makes.
 MemoryNeed layer_memory(const vkblr::Context& ctx, const LayerCase& c, bool sign_grads, std::uint32_t lanes);
 

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   blr->add_option("--case", cases, "m,n,r,ntok,P (repeatable; default: issue 5's four cases)")
       ->check(strict(bench::parse_layer_case, "m,n,r,ntok,P"));
   blr->add_flag("--no-sign", no_sign, "without the sign gradients");
-  blr->add_option("--lanes", bopt.lanes, "paths recorded side by side (BlrShared lanes; 1 = path after path)")
+  blr->add_option("--lanes", bopt.lanes, "paths recorded side by side (ops::BlrShared lanes; 1 = path after path)")
       ->check(CLI::Range(1u, 64u));
   blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
   blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));

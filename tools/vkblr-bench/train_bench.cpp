@@ -48,7 +48,6 @@ std::vector<TrainResult> run_train_bench(vkblr::Context& ctx, const TrainBenchOp
       config.sign_step.flip_budget = o.flip_budget;
       config.train_signs = o.train_signs;
       config.loss_norm = static_cast<float>(target_sq);
-      config.sign_step.grad_scale = static_cast<float>(target_sq);
 
       // wall clock: the trainer vkblr-fit uses, one replayed graph per step
       {

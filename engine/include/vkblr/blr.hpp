@@ -22,13 +22,14 @@
 // fall back to separate ops where a fused form cannot run.
 //
 // Ownership: a BlrLayer owns its parameters and gradients; BlrScratch owns
-// what the forward keeps for the backward (a and c per path) and borrows
-// the transients of a BlrShared, which every layer of a model can share
-// (one layer's work is recorded at a time; the Recorder orders reuses).
-// Buffers must outlive the batches that name them.
+// what the forward keeps for the backward (a and c per path) and the
+// transients passed from op to op — or borrows those from a BlrShared that
+// every layer of a model shares (vkblr/ops/blr_lane.hpp, opt-in). Buffers
+// must outlive the batches that name them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -46,7 +47,8 @@ struct BlrPath {
   Buffer h, l, g;     // f32 [m], [r], [n]
   Buffer dh, dl, dg;  // f32 [m], [r], [n]: accumulated by blr_backward
   // Sign gradients G_U f32 [m][r], G_V f32 [n][r]; empty = not computed.
-  // blr_backward writes (or adds, BlrBackward::accumulate_sign_grads) them.
+  // blr_backward writes (or adds, BlrBackward::accumulate_sign_grads) them,
+  // unless it is given other destinations (BlrSignGrads).
   Buffer g_u, g_v;
 };
 
@@ -91,50 +93,30 @@ struct BlrPathInit {
 BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t r,
                         const std::vector<BlrPathInit>& init, bool sign_grads);
 
-// One lane of transients: what one path's forward and backward pass from op
-// to op. Each path of a layer uses one lane; paths in different lanes are
-// recorded side by side (Recorder::parallel: their dispatches between the
-// same barriers), so small GEMMs and reductions of two paths fill the device
-// together.
-struct BlrLane {
-  Buffer xh;  // f16 [ntok][max(m, n, r)]: the GEMMs' staged activation
-  Buffer t1;  // f32 [ntok][n]: dx' of a path
-  Buffer t2;  // f32 [ntok][r]: b of a path
-  // Transposed f16 operands of the sign-gradient GEMMs, tokens padded to
-  // t32 = ntok rounded up to 32 (zeros): (dy⊙h·gs)ᵀ [m][t32],
-  // (x⊙g)ᵀ [n][t32], (a⊙ℓ)ᵀ [r][t32], (b⊙ℓ·gs)ᵀ [r][t32].
-  Buffer dyh_t, xg_t, al_t, bl_t;
-};
-
-// Transients of the blr ops for up to `ntok` tokens and layers of at most
-// (m, n, r), shared by every layer of a model. `max_lanes` >= 1: how many
-// paths run side by side (paths 0..lanes-1 together, then the next group).
-// Lanes are allocated as the layers need them: one here, more when a
-// BlrScratch is made for a layer of more paths (up to max_lanes). Each lane
-// costs its transients here (lane_bytes), and the ops' own transients
-// (column-sum partials, split-K workspaces) are provided by the Recorder for
-// every path side by side (Graph::transient_bytes). max_lanes = 1 records
-// path after path, with the least memory. The lanes change only the order
-// of recording: every lane count gives the same bits.
-struct BlrShared {
-  BlrShared(Context& ctx, std::uint32_t ntok, std::uint32_t m, std::uint32_t n, std::uint32_t r,
-            std::uint32_t max_lanes = 2);
-  // Allocates lanes up to min(max_lanes, paths); BlrScratch calls it.
-  void reserve_lanes(Context& ctx, std::size_t paths);
-  // Bytes of one lane's buffers.
-  std::uint64_t lane_bytes() const noexcept;
-
-  std::uint32_t ntok, m, n, r, max_lanes;
-  std::vector<BlrLane> lanes;  // allocated so far: 1 .. max_lanes
-};
+namespace ops {
+struct BlrShared;  // vkblr/ops/blr_lane.hpp
+}
 
 // Per-layer scratch: a [ntok][r] and c [ntok][m] of every path (kept by the
-// forward for the backward), and the shared transients.
+// forward for the backward), and the transients the ops pass along.
 struct BlrScratch {
-  BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared);
+  // With transients of its own for up to `ntok` tokens of this layer;
+  // `lanes` (1..64) paths are recorded side by side (1: path after path,
+  // the least memory; every value gives the same bits).
+  BlrScratch(Context& ctx, const BlrLayer& layer, std::uint32_t ntok, std::uint32_t lanes = 2);
+  // Borrowing `shared`, which must outlive the scratch and hold the layer's
+  // m, n, r (vkblr/ops/blr_lane.hpp); its ntok is the scratch's.
+  BlrScratch(Context& ctx, const BlrLayer& layer, ops::BlrShared& shared);
+  ~BlrScratch();
+  BlrScratch(BlrScratch&&) noexcept;
+  BlrScratch& operator=(BlrScratch&&) noexcept;
+
   std::uint32_t ntok;
   std::vector<Buffer> a, c;
-  BlrShared* shared;
+  ops::BlrShared* shared;  // the transients: owned_ or borrowed
+
+ private:
+  std::unique_ptr<ops::BlrShared> owned_;
 };
 
 // Records the forward of `layer` on x f32 [ntok][n] into y f32 [ntok][m]
@@ -152,17 +134,38 @@ void blr_forward_staged(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrS
 
 struct BlrBackward {
   float gscale = 1024.0f;  // power of two; gradients are staged to f16 times it
-  bool sign_grads = true;  // form G_U/G_V for paths that have the buffers
-  bool accumulate_sign_grads = false;  // add to g_u/g_v (micro-batches) instead of overwriting
+  bool sign_grads = true;  // form G_U/G_V (for paths that have somewhere to put them)
+  bool accumulate_sign_grads = false;  // add to G_U/G_V (micro-batches) instead of overwriting
   bool fuse = true;        // false: the unfused ops (same bits; for tests)
+};
+
+// Where blr_backward puts one path's sign gradients when the caller owns
+// them (a SignMatrix's kept_gradient(), say): G_U f32 [m][r] into *g_u,
+// G_V f32 [n][r] into *g_v. The buffers are borrowed for the recording and
+// must outlive the batches that name them.
+struct BlrSignGrads {
+  const Buffer* g_u = nullptr;
+  const Buffer* g_v = nullptr;
 };
 
 // Records the backward of the last blr_forward on the same x: dh/dℓ/dg of
 // every path accumulate, dx f32 [ntok][n] is overwritten with the input
 // gradient, and (options) the sign gradients are formed after each path's
-// input gradient, from the bits as they were; the sign part is tagged "sign"
-// for the profiler. Throws for a bad gscale or shape.
+// input gradient, from the bits as they were, into the g_u/g_v of every
+// path that has them; the sign part is tagged "sign" for the profiler.
+// Throws for a bad gscale or shape.
 void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
                   const Buffer& dx, std::uint32_t ntok, const BlrBackward& options = {});
+
+// The same backward with path p's sign gradients going to sign_grads[p]
+// instead of the path's own g_u/g_v, which are neither read nor written
+// (the layer need have none): the layer is not changed to point elsewhere.
+// With options.sign_grads: one entry per path, both buffers given and large
+// enough, else vkblr::Error ("blr_backward", naming the path and the
+// buffer). Without: no sign gradients are formed and sign_grads is not read
+// (it may be empty).
+void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
+                  const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
+                  const BlrBackward& options = {});
 
 }  // namespace vkblr

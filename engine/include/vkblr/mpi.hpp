@@ -225,7 +225,7 @@ class DistributedTrainer {
   // every configuration value that changes results, the layer's bits and
   // scales and the optimizer state (hashed), the step counters. Throws
   // Error on every rank when they do not.
-  DistributedTrainer(RankGroup& group, Context& ctx, BlrLayer& layer, std::uint32_t total_tokens,
+  DistributedTrainer(RankGroup& group, Context& ctx, const BlrLayer& layer, std::uint32_t total_tokens,
                      const BlrTrainerConfig& config, const DistributedOptions& options = {});
 
   TokenSlice slice() const noexcept { return slice_; }
@@ -250,7 +250,7 @@ class DistributedTrainer {
  private:
   RankGroup& group_;
   Context& ctx_;
-  BlrLayer& layer_;
+  const BlrLayer& layer_;
   std::uint32_t total_tokens_;
   BlrTrainerConfig config_;
   TokenSlice slice_;

@@ -37,7 +37,14 @@
 // step(b) of an unsplit trainer does.
 //
 // Ownership: the trainer borrows the layer and the batch buffers (they must
-// outlive it) and owns the optimizer state, the graphs and the scratch.
+// outlive it and stay where they are) and owns the optimizer state, the
+// graphs, the scratch and the sign gradients: the sign matrices' kept
+// gradients, which it hands to blr_backward explicitly (BlrSignGrads). It
+// takes the layer as const: it never changes the BlrLayer object (its
+// buffers, views and fields stay as they were, the paths' g_u/g_v included,
+// unused by the trainer: make the layer without sign_grads), and its graphs
+// write only the device contents of the layer's bits, scales and
+// scale_grads.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +62,12 @@ namespace vkblr {
 
 struct BlrTrainerConfig {
   SignInit sign_init;              // per sign matrix (deferred is implied)
-  SignStep sign_step;              // hyperparameters; lr and step are set per step
+  // Hyperparameters. lr and step are set per step; grad_scale is the
+  // trainer's: it sets it to loss_norm, so the sign optimizer sees the
+  // gradient of ½‖y − target‖² whatever the normalisation (eps, and bop's
+  // tau, are in those units). Leave grad_scale at 1: any other value is
+  // refused (Error naming sign_step.grad_scale and the value).
+  SignStep sign_step;
   ops::AdamOptions scale_adam;     // Adam of h, ℓ, g; lr and step are set per step
   float scale_rel_floor = 0.0f;    // > 0: relative Adam steps on the scales
   bool train_h = true, train_l = true, train_g = true;  // false freezes that kind of scale
@@ -63,10 +75,10 @@ struct BlrTrainerConfig {
   // gradients, no sign steps (a step is then forward, backward and Adam)
   bool train_signs = true;
   float gscale = 1024.0f;          // power of two (BlrBackward)
-  // BlrShared lanes: paths recorded side by side (1: path after path, the
-  // least memory); the bits are the same for every value
+  // paths recorded side by side (BlrScratch's lanes; 1: path after path,
+  // the least memory); the bits are the same for every value
   std::uint32_t path_lanes = 2;
-  float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm
+  float loss_norm = 1.0f;          // L = ½‖y − target‖² / loss_norm; > 0, finite
   // Debugging: record a batch's step anew for every step instead of
   // replaying its Graph (the same work, fresh command buffers).
   bool record_every_step = false;
@@ -103,7 +115,7 @@ struct StepResult {
 
 class BlrTrainer {
  public:
-  BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config);
+  BlrTrainer(Context& ctx, const BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config);
   ~BlrTrainer();
   BlrTrainer(const BlrTrainer&) = delete;
   BlrTrainer& operator=(const BlrTrainer&) = delete;

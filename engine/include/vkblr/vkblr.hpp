@@ -4,9 +4,10 @@
 // atomic file writes.
 //
 // The kernel builders (vkblr/ops.hpp, vkblr/gemm.hpp: the GEMMs, staging,
-// reductions, optimizer steps each as one Dispatch) are the opt-in layer
-// below: a trainer that records its own ops includes them itself. MPI is
-// vkblr/mpi.hpp (the vkblr::mpi library).
+// reductions, optimizer steps each as one Dispatch) and the blr ops'
+// transients shared between layers (vkblr/ops/blr_lane.hpp) are the opt-in
+// layer below: a trainer that records its own ops includes them itself.
+// MPI is vkblr/mpi.hpp (the vkblr::mpi library).
 #pragma once
 
 #include "vkblr/blr.hpp"

@@ -2,11 +2,14 @@
 // the sign gradients in the same batch.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "../ops/op_util.hpp"
 #include "path_gemm.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
+#include "vkblr/ops/blr_lane.hpp"
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/scale.hpp"
@@ -62,12 +65,12 @@ Ops reduce(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, st
   return out;
 }
 
-}  // namespace
-
-void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
-                  const Buffer& dx, std::uint32_t ntok, const BlrBackward& o) {
+// The backward with path p's sign gradients into out[p] (both null: none
+// for that path).
+void record_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
+                     const Buffer& dy, const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> out,
+                     const BlrBackward& o) {
   const char* op = "blr_backward";
-  layer.check(op);
   detail::dim(op, "ntok", ntok);
   require(ntok <= s.ntok, "{}: ntok = {} exceeds the scratch's {}", op, ntok, s.ntok);
   require(s.a.size() == layer.paths.size(), "{}: scratch made for {} paths, the layer has {}", op, s.a.size(),
@@ -78,7 +81,7 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::uint32_t t32 = round32(ntok);
   const float gs = o.gscale, inv = 1.0f / o.gscale;
-  BlrShared& sh = *s.shared;
+  ops::BlrShared& sh = *s.shared;
 
   // Paths go in groups of the shared lanes, each group's paths side by side
   // (each on its lane's transients).
@@ -89,8 +92,8 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
     std::vector<Branch> group;
     for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
       const BlrPath& path = layer.paths[p];
-      const BlrLane& t = sh.lanes[p - first];
-      const bool sign = o.sign_grads && path.g_u && path.g_v;
+      const ops::BlrLane& t = sh.lanes[p - first];
+      const bool sign = o.sign_grads && out[p].g_u && out[p].g_v;
       Branch& st = group.emplace_back(kSteps);
       // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
       const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
@@ -116,13 +119,51 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
       // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
       st[kDh].push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
       const GemmShape gu{.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
-      st[kB].push_back({"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, path.g_u, detail::path_gemm(ctx, paths, gu))});
+      st[kB].push_back(
+          {"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, *out[p].g_u, detail::path_gemm(ctx, paths, gu))});
       // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
       const GemmShape gv{.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
-      st[kGv].push_back({"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, path.g_v, detail::path_gemm(ctx, paths, gv))});
+      st[kGv].push_back(
+          {"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, *out[p].g_v, detail::path_gemm(ctx, paths, gv))});
     }
     rec.parallel(group);
   }
+}
+
+}  // namespace
+
+void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
+                  const Buffer& dx, std::uint32_t ntok, const BlrBackward& options) {
+  layer.check("blr_backward");
+  std::vector<BlrSignGrads> own(layer.paths.size());
+  for (std::size_t p = 0; p < own.size(); ++p) {
+    const BlrPath& path = layer.paths[p];
+    if (path.g_u && path.g_v) own[p] = {&path.g_u, &path.g_v};
+  }
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, own, options);
+}
+
+void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
+                  const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
+                  const BlrBackward& options) {
+  const char* op = "blr_backward";
+  layer.check(op);
+  if (!options.sign_grads) {
+    record_backward(rec, ctx, layer, s, x, dy, dx, ntok, std::vector<BlrSignGrads>(layer.paths.size()), options);
+    return;
+  }
+  require(sign_grads.size() == layer.paths.size(), "{}: {} sign-gradient destinations for {} paths", op,
+          sign_grads.size(), layer.paths.size());
+  for (std::size_t p = 0; p < sign_grads.size(); ++p) {
+    const std::uint64_t bytes_u = std::uint64_t{layer.m} * layer.r * 4, bytes_v = std::uint64_t{layer.n} * layer.r * 4;
+    for (const auto& [buffer, what, bytes] : {std::tuple{sign_grads[p].g_u, "g_u", bytes_u},
+                                              std::tuple{sign_grads[p].g_v, "g_v", bytes_v}}) {
+      require(buffer != nullptr && static_cast<bool>(*buffer) && buffer->size() >= bytes,
+              "{}: path {} sign gradient {} holds {} bytes, needs {}", op, p, what,
+              buffer && *buffer ? buffer->size() : 0, bytes);
+    }
+  }
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, sign_grads, options);
 }
 
 }  // namespace vkblr

@@ -5,6 +5,7 @@
 #include "path_gemm.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
+#include "vkblr/ops/blr_lane.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/scale.hpp"
 
@@ -30,13 +31,13 @@ void forward_paths(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratc
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::size_t np = layer.paths.size();
   const auto paths = static_cast<std::uint32_t>(np);
-  BlrShared& sh = *s.shared;
+  ops::BlrShared& sh = *s.shared;
   const std::size_t lanes = sh.lanes.size();
   for (std::size_t first = 0; first < np; first += lanes) {
     std::vector<Branch> group;
     for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
       const BlrPath& path = layer.paths[p];
-      const BlrLane& t = sh.lanes[p - first];
+      const ops::BlrLane& t = sh.lanes[p - first];
       Branch& st = group.emplace_back(kSteps);
       const Buffer* input = &t.xh;
       if (xin.empty()) {

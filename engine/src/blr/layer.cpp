@@ -1,13 +1,10 @@
-// BlrLayer checks and allocation, BlrShared, BlrScratch.
+// BlrLayer checks, segments and allocation (make_blr_layer).
 #include <algorithm>
 
 #include "../ops/op_util.hpp"
 #include "vkblr/blr.hpp"
 
 namespace vkblr {
-namespace {
-std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
-}  // namespace
 
 ScaleSegment BlrLayer::segment(std::size_t path, Scale which) const {
   const std::size_t s = 3 * path + static_cast<std::size_t>(which);
@@ -99,51 +96,6 @@ BlrLayer make_blr_layer(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
   }
   layer.check("make_blr_layer");
   return layer;
-}
-
-BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_,
-                     std::uint32_t max_lanes_)
-    : ntok(detail::dim("BlrShared", "ntok", ntok_)),
-      m(detail::dim("BlrShared", "m", m_)),
-      n(detail::dim("BlrShared", "n", n_)),
-      r(detail::dim("BlrShared", "r", r_)),
-      max_lanes(max_lanes_) {
-  require(max_lanes >= 1 && max_lanes <= 64, "BlrShared: lanes = {} (expected 1..64)", max_lanes);
-  reserve_lanes(ctx, 1);
-}
-
-void BlrShared::reserve_lanes(Context& ctx, std::size_t paths) {
-  const std::uint64_t t32 = round32(ntok);
-  while (lanes.size() < std::min<std::size_t>(paths, max_lanes)) {
-    BlrLane l;
-    l.xh = ctx.buffer(std::uint64_t{ntok} * std::max({m, n, r}) * 2, "blr.xh");
-    l.t1 = ctx.buffer(std::uint64_t{ntok} * n * 4, "blr.t1");
-    l.t2 = ctx.buffer(std::uint64_t{ntok} * r * 4, "blr.t2");
-    l.dyh_t = ctx.buffer(round32(m) * t32 * 2, "blr.dyh_t");
-    l.xg_t = ctx.buffer(round32(n) * t32 * 2, "blr.xg_t");
-    l.al_t = ctx.buffer(round32(r) * t32 * 2, "blr.al_t");
-    l.bl_t = ctx.buffer(round32(r) * t32 * 2, "blr.bl_t");
-    lanes.push_back(std::move(l));
-  }
-}
-
-std::uint64_t BlrShared::lane_bytes() const noexcept {
-  const BlrLane& l = lanes.front();
-  std::uint64_t bytes = 0;
-  for (const Buffer* b : {&l.xh, &l.t1, &l.t2, &l.dyh_t, &l.xg_t, &l.al_t, &l.bl_t}) bytes += b->size();
-  return bytes;
-}
-
-BlrScratch::BlrScratch(Context& ctx, const BlrLayer& layer, BlrShared& shared_) : ntok(shared_.ntok), shared(&shared_) {
-  layer.check("BlrScratch");
-  require(layer.m <= shared_.m && layer.n <= shared_.n && layer.r <= shared_.r,
-          "BlrScratch: layer {}x{} rank {} exceeds the shared transients' {}x{} rank {}", layer.m, layer.n, layer.r,
-          shared_.m, shared_.n, shared_.r);
-  shared_.reserve_lanes(ctx, layer.paths.size());
-  for (std::size_t p = 0; p < layer.paths.size(); ++p) {
-    a.push_back(ctx.buffer(std::uint64_t{ntok} * layer.r * 4, "blr.a"));
-    c.push_back(ctx.buffer(std::uint64_t{ntok} * layer.m * 4, "blr.c"));
-  }
 }
 
 }  // namespace vkblr

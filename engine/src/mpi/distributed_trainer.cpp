@@ -67,8 +67,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-DistributedTrainer::DistributedTrainer(RankGroup& group, Context& ctx, BlrLayer& layer, std::uint32_t total_tokens,
-                                       const BlrTrainerConfig& config, const DistributedOptions& options)
+DistributedTrainer::DistributedTrainer(RankGroup& group, Context& ctx, const BlrLayer& layer,
+                                       std::uint32_t total_tokens, const BlrTrainerConfig& config,
+                                       const DistributedOptions& options)
     : group_(group),
       ctx_(ctx),
       layer_(layer),

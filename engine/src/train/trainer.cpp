@@ -21,11 +21,10 @@ constexpr std::uint32_t kScalarWords = 2 * ops::kLiveScalarWords;
 
 struct BlrTrainer::Impl {
   Context& ctx;
-  BlrLayer& layer;
+  const BlrLayer& layer;  // borrowed: its buffers' contents are trained, the object is not changed
   std::uint32_t ntok;
   BlrTrainerConfig config;
-  BlrShared shared;
-  BlrScratch scratch;
+  BlrScratch scratch;  // with transients of its own (config.path_lanes lanes)
   Buffer y, dy, dx;
   Buffer x_wide;  // f32 [ntok][n]: f16 batches widened (allocated by the first)
   Buffer scalars;        // host-visible: the live blocks
@@ -35,6 +34,9 @@ struct BlrTrainer::Impl {
   Buffer mask, floors;   // per scale entry
   Buffer moment1, moment2;
   std::vector<SignMatrix> signs;
+  // where the backward forms each path's G_U, G_V: the sign matrices' kept
+  // gradients (the layer's own g_u/g_v, if any, are not used)
+  std::vector<BlrSignGrads> sign_grads;
   std::vector<Graph> train_graphs, eval_graphs;
   struct BatchBuffers {
     const Buffer* x;
@@ -50,13 +52,16 @@ struct BlrTrainer::Impl {
   Graph apply_graph;
   std::uint32_t pending = 0;
 
-  Impl(Context& c, BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
+  Impl(Context& c, const BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
-        shared(c, t, l.m, l.n, l.r, cfg.path_lanes), scratch(c, l, shared) {
+        scratch(c, l, t, cfg.path_lanes) {
     layer.check("BlrTrainer");
     require(layer.scales && layer.scale_count > 0,
             "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
     require(config.loss_norm > 0 && std::isfinite(config.loss_norm), "BlrTrainer: loss_norm = {}", config.loss_norm);
+    require(config.sign_step.grad_scale == 1.0f,
+            "BlrTrainer: sign_step.grad_scale = {} (the trainer sets it to loss_norm = {}; leave it at 1)",
+            config.sign_step.grad_scale, config.loss_norm);
     y = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.y");
     dy = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.dy");
     dx = c.buffer(std::uint64_t{ntok} * l.n * 4, "trainer.dx");
@@ -89,18 +94,16 @@ struct BlrTrainer::Impl {
     // kept buffers, the guard sees it, then the steps consume it
     SignInit init = config.sign_init;
     init.deferred = true;
-    signs.reserve(2 * layer.paths.size());
-    for (std::size_t p = 0; p < layer.paths.size(); ++p) {
-      BlrPath& path = layer.paths[p];
-      if (!config.train_signs) {  // no sign gradients (nor views of another trainer's buffers)
-        path.g_u = Buffer{};
-        path.g_v = Buffer{};
-        continue;
+    if (config.train_signs) {
+      signs.reserve(2 * layer.paths.size());
+      for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+        const BlrPath& path = layer.paths[p];
+        signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
+        signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
       }
-      signs.emplace_back(c, path.bits_u, l.m, l.r, init, static_cast<std::uint32_t>(2 * p));
-      signs.emplace_back(c, path.bits_v, l.n, l.r, init, static_cast<std::uint32_t>(2 * p + 1));
-      path.g_u = signs[2 * p].kept_gradient().view(0);
-      path.g_v = signs[2 * p + 1].kept_gradient().view(0);
+      for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+        sign_grads.push_back({&signs[2 * p].kept_gradient(), &signs[2 * p + 1].kept_gradient()});
+      }
     }
     // partials: 64 per scale vector, then 64 per sign gradient
     const std::uint64_t vectors = layer.segments.size() + signs.size();
@@ -125,7 +128,9 @@ struct BlrTrainer::Impl {
     block = ctx.host_buffer(floats * 4, "trainer.gradient_block");
     block.fill(0);
     layout.buffer = &block;
-    layer.scale_grads.fill(0);
+    Recorder zero(ctx);
+    zero.fill(layer.scale_grads, 0);
+    zero.run();
     apply_graph = record_apply();
   }
 
@@ -175,7 +180,7 @@ struct BlrTrainer::Impl {
     backward.gscale = config.gscale;
     backward.sign_grads = config.train_signs;
     backward.accumulate_sign_grads = true;  // into the kept buffers (zero after a step)
-    blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, backward);
+    blr_backward(rec, ctx, layer, scratch, x, dy, dx, ntok, sign_grads, backward);
     if (config.split) {
       record_block_copies(rec, true);
     } else {
@@ -209,6 +214,7 @@ struct BlrTrainer::Impl {
     rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kScaleWord + 2));
     rec.tag("sign");
     SignStep sign_step = config.sign_step;
+    sign_step.grad_scale = config.loss_norm;  // G of ½‖y − target‖²: undoes dy's 1 / loss_norm
     sign_step.live = {&scalars, kSignWord};
     // all matrices phase by phase: shared barriers (record_sign_steps)
     std::vector<SignMatrix*> matrices;
@@ -275,7 +281,7 @@ struct BlrTrainer::Impl {
   }
 };
 
-BlrTrainer::BlrTrainer(Context& ctx, BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config)
+BlrTrainer::BlrTrainer(Context& ctx, const BlrLayer& layer, std::uint32_t ntok, const BlrTrainerConfig& config)
     : impl_(std::make_unique<Impl>(ctx, layer, ntok, config)) {}
 BlrTrainer::~BlrTrainer() = default;
 

@@ -19,7 +19,6 @@ BlrTrainerConfig trainer_config(const FitOptions& o, double loss_norm) {
   c.sign_step.clamp = o.sign_clamp;
   c.sign_step.hyst = o.sign_hyst;
   c.sign_step.flip_budget = o.flip_budget;
-  c.sign_step.grad_scale = static_cast<float>(loss_norm);
   c.scale_rel_floor = o.scale_rel_floor;
   c.gscale = o.gscale;
   c.loss_norm = static_cast<float>(loss_norm);

@@ -11,9 +11,9 @@ namespace vkblr::fit {
 
 // The trainer of options `o` (resolved) for targets whose mean squared
 // norm per training batch is `loss_norm` (FitBatches::train_target_sq):
-// the loss is ½‖y − y*‖² / loss_norm, and the sign gradients are scaled
-// back to the raw squared error, where bop's tau and Adam's eps have a
-// meaning independent of the target's size. --sign-lr 0 keeps the signs:
+// the loss is ½‖y − y*‖² / loss_norm, and BlrTrainer scales the sign
+// gradients back to the raw squared error, where bop's tau and Adam's eps
+// have a meaning independent of the target's size. --sign-lr 0 keeps the signs:
 // no sign gradients or steps.
 BlrTrainerConfig trainer_config(const FitOptions& o, double loss_norm);
 
