@@ -67,8 +67,7 @@ int main() {
     const io::LayerShape& s = loaded.shape;
     vkblr::Context ctx;
     const vkblr::BlrLayer layer = vkblr::make_blr_layer(ctx, s.m, s.n, s.rank, loaded.paths, false);
-    vkblr::BlrShared shared(ctx, ntok, s.m, s.n, s.rank);
-    vkblr::BlrScratch scratch(ctx, layer, shared);
+    vkblr::BlrScratch scratch(ctx, layer, ntok);
     std::vector<float> x(ntok * n);
     for (float& v : x) v = static_cast<float>(static_cast<int>(lcg.bits() % 9) - 4) / 4.0f;  // exact in f16
     const vkblr::Buffer bx = ctx.upload(x), by = ctx.buffer(ntok * m * sizeof(float));
