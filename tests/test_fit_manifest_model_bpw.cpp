@@ -15,6 +15,9 @@
 #include "vkblr/io/blr_model.hpp"
 #include "vkblr/io/bpw.hpp"
 #include "vkblr-fit/io_names.hpp"
+#include "vkblr-fit/fit_ranks.hpp"
+#include "vkblr-fit/manifest/manifest_job.hpp"
+#include "vkblr-fit/manifest/model_allocation.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
 
 using namespace vkblr;
@@ -89,6 +92,32 @@ std::vector<std::uint32_t> ranks_of(const fit::ManifestReport& report) {
   for (const fit::LayerRow& row : report.layers) ranks.push_back(row.shape.rank);
   return ranks;
 }
+
+// One rank of two, without MPI: its gather returns what it sends, in its
+// place, beside `other`, the other rank's text; it keeps what it sent.
+class OneOfTwoRanks final : public fit::FitRanks {
+ public:
+  OneOfTwoRanks(int rank, std::string other) : rank_(rank), other_(std::move(other)) {}
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return 2; }
+  fit::FitSlice slice(std::uint32_t) const override { throw Error("OneOfTwoRanks: no slices"); }
+  double sum(double, std::string_view) override { throw Error("OneOfTwoRanks: no sums"); }
+  std::unique_ptr<fit::FitTrainer> make_trainer(Context&, BlrLayer&, std::uint32_t, std::uint32_t,
+                                                const BlrTrainerConfig&) override {
+    throw Error("OneOfTwoRanks: no trainers");
+  }
+  std::vector<std::string> gather(const std::string& text, std::string_view, double) override {
+    sent = text;
+    return rank_ == 0 ? std::vector{text, other_} : std::vector{other_, text};
+  }
+  void check_agreement(const Context&, std::span<const std::pair<std::string, std::string>>) override {}
+  int fail(std::string_view) override { return 1; }
+  std::string sent;
+
+ private:
+  int rank_;
+  std::string other_;
+};
 
 }  // namespace
 
@@ -233,4 +262,48 @@ GPU_TEST("model-bpw: budgets and manifests it cannot meet are refused before any
   CHECK_THAT(message(bad, 0.1, true), ContainsSubstring(std::format("over {} weights", kWeights - 96 * 96)));
   CHECK_FALSE(std::filesystem::exists(dir.file("out.layers")));
   CHECK_FALSE(std::filesystem::exists(dir.file("out.json")));
+}
+
+GPU_TEST("model-bpw: two ranks share out the curves; each rank's are taken bit for bit, a rank's failure stops all",
+         "[fit][gpu][manifest][allocation]") {
+  vkt::TempDir dir;
+  write_budget_model(dir);
+  vkt::write_manifest(dir.file("job.json"), budget_manifest(budget_defaults()));
+  const fit::ManifestJob job = fit::plan_manifest_job(dir.file("job.json"), dir.file("out"), false, 3.4, ctx.caps());
+  REQUIRE(job.budget);
+  const auto allocate = [&](fit::FitRanks& ranks) {
+    std::vector<fit::PlannedLayer> layers = job.layers;
+    return fit::allocate_model_ranks(ctx, layers, *job.budget, ranks, true);
+  };
+  fit::LocalRanks one;
+  const fit::ModelRanks alone = allocate(one);
+
+  // rank 1 measures its share; without rank 0's curves it cannot allocate
+  OneOfTwoRanks rank1(1, R"({"curves": [], "error": ""})");
+  CHECK_THAT(vkt::error_of([&] { allocate(rank1); }), ContainsSubstring("curve"));
+  // rank 0 with rank 1's: one process's allocation and curves, bit for bit
+  OneOfTwoRanks rank0(0, rank1.sent);
+  const fit::ModelRanks shared = allocate(rank0);
+  CHECK(shared.summary.allocation.ranks == alone.summary.allocation.ranks);
+  std::vector<int> measured_by;
+  for (std::size_t i = 0; i < 6; ++i) {
+    INFO("layer " << i);
+    REQUIRE(shared.layers[i]);
+    CHECK(shared.layers[i]->curve == alone.layers[i]->curve);
+    measured_by.push_back(shared.layers[i]->curve_mpi_rank);
+  }
+  // up 0, up 1 (192×96), down 0, down 1 (96×192), o 0 (96×96), o 1 (its own
+  // rank, no curve): largest first, ties in order, each to the least loaded
+  // rank, ties to rank 0
+  CHECK(measured_by == std::vector<int>{0, 1, 0, 1, 0, -1});
+
+  // a failure on rank 1 stops rank 0 with rank 1's message
+  OneOfTwoRanks failed(0, R"({"curves": [], "error": "layer 'x' (layers[1]): its rank curve on rank 1: boom"})");
+  CHECK_THAT(vkt::error_of([&] { allocate(failed); }), ContainsSubstring("its rank curve on rank 1: boom"));
+  OneOfTwoRanks garbled(0, "not JSON");
+  CHECK_THAT(vkt::error_of([&] { allocate(garbled); }),
+             ContainsSubstring("--model-bpw: the rank curves rank 1 sent are not readable"));
+  // a curve for a layer that is not the sender's
+  OneOfTwoRanks twice(0, rank0.sent);
+  CHECK_THAT(vkt::error_of([&] { allocate(twice); }), ContainsSubstring("which is not its to measure"));
 }
