@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "vkblr/error.hpp"
@@ -36,6 +37,14 @@ std::vector<double> schedule_loads(std::span<const double> costs,
     loads.push_back(sum);
   }
   return loads;
+}
+
+double wait_for_others_s(std::span<const double> costs, const std::vector<std::vector<std::size_t>>& schedule,
+                         double done_cost, double done_s) {
+  if (done_cost <= 0) return std::numeric_limits<double>::infinity();
+  double max_load = 0;
+  for (const double load : schedule_loads(costs, schedule)) max_load = std::max(max_load, load);
+  return 2 * done_s / done_cost * max_load;
 }
 
 double layer_cost(const LayerShape& shape, const FitOptions& resolved, bool fit) {

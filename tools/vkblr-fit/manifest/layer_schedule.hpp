@@ -35,6 +35,13 @@ std::vector<std::vector<std::size_t>> schedule_layers(std::span<const double> co
 std::vector<double> schedule_loads(std::span<const double> costs,
                                    const std::vector<std::vector<std::size_t>>& schedule);
 
+// How much longer than the usual deadline a rank waits for the others once
+// its share of `schedule` is done: twice the largest share's cost at this
+// rank's pace (`done_s` seconds for the work of cost `done_cost` it did),
+// or +infinity (no deadline) when it did no work to measure that pace by.
+double wait_for_others_s(std::span<const double> costs, const std::vector<std::vector<std::size_t>>& schedule,
+                         double done_cost, double done_s);
+
 // The cost of a layer of `shape` with the settings `resolved`
 // (resolve_fit_defaults'): one unit per value of W and of the rows of X the
 // fit reads, and, when it is to be fitted (`fit`; not when --resume will

@@ -172,12 +172,8 @@ ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers,
     my_cost += costs[s];
     stages.update(measured.curves.size());
   }
-  // wait for the others as a manifest run's end does (run_manifest.cpp):
-  // twice the largest share at this rank's pace
-  double max_load = 0;
-  for (const double load : schedule_loads(costs, schedule)) max_load = std::max(max_load, load);
   const double my_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double wait_s = my_cost > 0 ? 2 * my_s / my_cost * max_load : std::numeric_limits<double>::infinity();
+  const double wait_s = wait_for_others_s(costs, schedule, my_cost, my_s);
   const std::vector<std::string> sent = ranks.gather(encode(measured), "the rank curves of --model-bpw", wait_s);
 
   std::vector<std::vector<double>> curves(view.layers.size());

@@ -1,12 +1,10 @@
 #include "vkblr-fit/manifest/run_manifest.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <format>
 #include <functional>
-#include <limits>
 #include <optional>
 
 #include "vkblr/io/checksum.hpp"
@@ -142,16 +140,6 @@ RankOutcome fit_layers(Context& ctx, const ManifestJob& job, const ManifestOptio
   return outcome;
 }
 
-// How much longer than the usual deadline this rank waits for the others
-// at the end (run_manifest.hpp): twice the largest share at its own pace,
-// or without a deadline when it has fitted nothing to measure that by.
-double end_wait_s(const RankOutcome& mine, const LayerSchedule& s) {
-  if (mine.fitted_cost <= 0) return std::numeric_limits<double>::infinity();
-  double max_load = 0;
-  for (const double load : schedule_loads(s.cost, s.ranks)) max_load = std::max(max_load, load);
-  return 2 * mine.fitted_s / mine.fitted_cost * max_load;
-}
-
 }  // namespace
 
 ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRanks& ranks) {
@@ -202,7 +190,7 @@ ManifestReport run_manifest(Context& ctx, const ManifestOptions& options, FitRan
       fit_layers(ctx, job, options, schedule.cost, schedule.ranks[static_cast<std::size_t>(rank)], rank, several, say);
   bool stopped = false;
   std::vector<std::optional<LayerRow>> rows =
-      gather_outcomes(ranks, mine, job.layers.size(), end_wait_s(mine, schedule), job.work_dir, stopped);
+      gather_outcomes(ranks, mine, job.layers.size(), wait_for_others_s(schedule.cost, schedule.ranks, mine.fitted_cost, mine.fitted_s), job.work_dir, stopped);
 
   ManifestReport report{.tool_version = std::string(vkblr::version()),
                         .command_line = options.command_line,
