@@ -1,14 +1,14 @@
 #include "vkblr-fit/manifest/model_allocation.hpp"
 
 #include <bit>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <format>
-#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "vkblr/io/bpw.hpp"
+#include "vkblr/io/checksum.hpp"
 #include "vkblr/io/excerpt.hpp"
 #include "vkblr-fit/io_names.hpp"
 #include "vkblr-fit/fit_job.hpp"
@@ -50,8 +50,8 @@ std::vector<double> layer_curve(Context& ctx, const PlannedLayer& l, std::uint32
 
 // The curves one rank measured (indices into BudgetView::layers), or what
 // stopped it, as text for FitRanks::gather. The errors travel as the bits
-// of their f64 (16 hex digits), so every rank allocates from the same
-// values:
+// of their f64 (16 hex digits, checksum.hpp's form), so every rank
+// allocates from the same values:
 //   {"curves": [[k, ["3fe4...", ...]], ...], "error": "" or the message}
 struct RankCurves {
   std::vector<std::pair<std::size_t, std::vector<double>>> curves;
@@ -62,7 +62,7 @@ std::string encode(const RankCurves& c) {
   nlohmann::json curves = nlohmann::json::array();
   for (const auto& [k, curve] : c.curves) {
     nlohmann::json bits = nlohmann::json::array();
-    for (const double e : curve) bits.push_back(std::format("{:016x}", std::bit_cast<std::uint64_t>(e)));
+    for (const double e : curve) bits.push_back(checksum_hex(std::bit_cast<std::uint64_t>(e)));
     curves.push_back({k, bits});
   }
   return nlohmann::json{{"curves", curves}, {"error", c.error}}.dump();
@@ -77,11 +77,9 @@ RankCurves decode(const std::string& text, int rank) {
       std::vector<double> curve;
       for (const nlohmann::json& hex : entry.at(1)) {
         const std::string digits = hex.get<std::string>();
-        std::uint64_t bits = 0;
-        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), bits, 16);
-        require(ec == std::errc{} && end == digits.data() + digits.size() && digits.size() == 16,
-                "'{}' is not 16 hex digits", digits);
-        curve.push_back(std::bit_cast<double>(bits));
+        const std::optional<std::uint64_t> bits = parse_checksum_hex(digits);
+        require(bits.has_value(), "'{}' is not 16 hex digits", excerpt(digits));
+        curve.push_back(std::bit_cast<double>(*bits));
       }
       c.curves.emplace_back(entry.at(0).get<std::size_t>(), std::move(curve));
     }
