@@ -16,7 +16,10 @@
 # the same directory. Each run enters a private mount namespace
 # (unshare -m --propagation private) and bind-mounts /proc, /sys, /dev and
 # the repository there, so nothing stays mounted when it ends, whatever way
-# it ends. Needs root (chroot, mount namespaces).
+# it ends. Needs root (chroot, mount namespaces). The Vulkan loader inside
+# sees lavapipe only (VK_DRIVER_FILES, unless the caller sets it): the
+# root's other Mesa drivers look for hardware it does not have, and NVK
+# (Mesa 26.1.6) leaks at that probe where LeakSanitizer cannot name it.
 #
 # Environment:
 #   VKBLR_DEVROOT        where the root lives (default /var/cache/vkblr/devroot-trixie)
@@ -212,6 +215,7 @@ cmd_enter() {
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         VKBLR_IN_DEVROOT=1 CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=true \
+        VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.json \
         "${envs[@]}" \
         /bin/bash -c 'cd "$1" && shift && exec "$@"' devenv "$cwd" "$@"
 }
