@@ -1,6 +1,8 @@
 // The context, its capabilities and buffers.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 
@@ -61,6 +63,57 @@ GPU_TEST("host buffers are mapped", "[context]") {
   std::vector<float> v{1.5f, -2.0f, 3.25f};
   h.upload(v);
   CHECK(h.download<float>(3) == v);
+}
+
+// Context::import_host_memory: what the device writes lands in the
+// caller's memory, and only inside the imported range; what the host writes
+// there the device reads; a bad pointer or size is refused, naming the op.
+GPU_TEST("imported host memory is the buffer's memory", "[context]") {
+  const Caps& c = ctx.caps();
+  if (c.driver_name == "llvmpipe") REQUIRE(c.host_memory_import);  // the CI device runs this test
+  if (!c.host_memory_import) SKIP("no VK_EXT_external_memory_host on " << c.device_name);
+  const std::size_t align = c.host_import_alignment, words = 2 * align / 4;
+  REQUIRE(align % 4 == 0);
+  std::unique_ptr<std::uint32_t, decltype(&std::free)> memory(
+      static_cast<std::uint32_t*>(std::aligned_alloc(align, 3 * align)), &std::free);
+  REQUIRE(memory != nullptr);
+  std::uint32_t* const host = memory.get();
+  const std::uint32_t poison = 0xdeadbeefu;
+  std::fill(host, host + 3 * align / 4, poison);
+  {
+    Buffer imported = ctx.import_host_memory(host, 2 * align, "imported");
+    CHECK(imported.mapped() == host);
+    CHECK(imported.size() == 2 * align);
+    // device -> host: a copy into the middle of the range, a fill at its end
+    const std::vector<std::uint32_t> values = vkt::random_words(words / 2, 31);
+    const Buffer source = ctx.upload(values);
+    Recorder rec(ctx);
+    rec.copy(source, imported, values.size() * 4, 0, align / 2);
+    rec.fill(imported.view(align * 3 / 2), 0x01020304u);
+    rec.run();
+    for (std::size_t i = 0; i < 3 * align / 4; ++i) {
+      // words [align/8, 3·align/8): the copy; [3·align/8, words): the fill
+      const std::uint32_t want = i < align / 8         ? poison
+                                 : i < 3 * align / 8   ? values[i - align / 8]
+                                 : i < words           ? 0x01020304u
+                                                       : poison;
+      if (host[i] != want) FAIL("word " << i << ": " << host[i] << ", expected " << want);
+    }
+    // host -> device
+    const std::vector<std::uint32_t> from_host = vkt::random_words(words, 32);
+    std::copy(from_host.begin(), from_host.end(), host);
+    Buffer back = ctx.buffer(2 * align);
+    Recorder rec2(ctx);
+    rec2.copy(imported, back);
+    rec2.run();
+    CHECK(back.download<std::uint32_t>() == from_host);
+  }
+  CHECK(host[words] == poison);  // past the range: never touched
+  using Catch::Matchers::ContainsSubstring;
+  CHECK_THROWS_WITH(ctx.import_host_memory(host + 1, align), ContainsSubstring("import_host_memory"));
+  CHECK_THROWS_WITH(ctx.import_host_memory(host, align + 4), ContainsSubstring("multiples of"));
+  CHECK_THROWS_WITH(ctx.import_host_memory(host, 0), ContainsSubstring("import_host_memory"));
+  CHECK_THROWS_WITH(ctx.import_host_memory(nullptr, align), ContainsSubstring("import_host_memory"));
 }
 
 GPU_TEST("buffer transfers outside the buffer are refused", "[context][errors]") {

@@ -96,11 +96,13 @@ std::pair<std::uint64_t, std::uint64_t> mapped_range(const Buffer& b, std::uint6
 
 void Buffer::invalidate(std::uint64_t offset, std::uint64_t bytes) const {
   const auto [first, n] = mapped_range(*this, offset, bytes, "Buffer::invalidate");
+  if (allocation_ == nullptr) return;  // imported host memory: host-coherent
   VKBLR_VK(vmaInvalidateAllocation(owner_->allocator, static_cast<VmaAllocation>(allocation_), first, n));
 }
 
 void Buffer::flush(std::uint64_t offset, std::uint64_t bytes) const {
   const auto [first, n] = mapped_range(*this, offset, bytes, "Buffer::flush");
+  if (allocation_ == nullptr) return;  // imported host memory: host-coherent
   VKBLR_VK(vmaFlushAllocation(owner_->allocator, static_cast<VmaAllocation>(allocation_), first, n));
 }
 

@@ -265,6 +265,16 @@ Caps query_caps(VkPhysicalDevice physical) {
 
   c.coopmat2 = query_coopmat2(physical, c);
   c.kernel_statistics = has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  c.host_memory_import = has_device_extension(physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  if (c.host_memory_import) {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &host;
+    vkGetPhysicalDeviceProperties2(physical, &p2);
+    c.host_import_alignment = host.minImportedHostPointerAlignment;
+    c.host_memory_import = c.host_import_alignment > 0;
+  }
   // The loader hands out a non-null trampoline for this query even when the
   // driver lacks the extension, and calling it then crashes: check first.
   if (has_device_extension(physical, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
@@ -518,6 +528,9 @@ void ContextImpl::create_device(bool want_kernel_statistics) {
     features.pNext = &stats;
   }
 
+  // Host memory as buffers (import_host_memory); no feature to enable.
+  if (caps.host_memory_import) extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue_info.queueFamilyIndex = queue_family;
@@ -534,6 +547,11 @@ void ContextImpl::create_device(bool want_kernel_statistics) {
   creating_device = false;
   VKBLR_VK(created);
   vkGetDeviceQueue(device, queue_family, 0, &queue);
+  if (caps.host_memory_import) {
+    get_host_pointer_properties = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
+    caps.host_memory_import = get_host_pointer_properties != nullptr;
+  }
 
   VmaVulkanFunctions fns{};
   fns.vkGetInstanceProcAddr = vkGetInstanceProcAddr;
@@ -650,7 +668,73 @@ Buffer ContextImpl::make_buffer(std::uint64_t bytes, bool host_visible, std::str
                 next_buffer_id_++);
 }
 
+Buffer ContextImpl::import_host_memory(void* pointer, std::uint64_t bytes, std::string_view label) {
+  const std::string name = label.empty() ? std::string() : std::format(" {}", label);
+  require(caps.host_memory_import, "import_host_memory{}: {} has no VK_EXT_external_memory_host", name,
+          caps.device_name);
+  const std::uint64_t align = caps.host_import_alignment;
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  require(pointer != nullptr && address % align == 0 && bytes > 0 && bytes % align == 0,
+          "import_host_memory{}: pointer {} and size {} must be nonzero multiples of {} bytes", name, pointer, bytes,
+          align);
+  VkMemoryHostPointerPropertiesEXT host{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+  const VkResult got = get_host_pointer_properties(device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+                                                   pointer, &host);
+  require(got == VK_SUCCESS, "import_host_memory{}: the driver refuses the memory at {} ({})", name, pointer,
+          vk_result_name(got));
+
+  VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.pNext = &external;
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VKBLR_VK(vkCreateBuffer(device, &info, nullptr, &buffer));
+  VkMemoryRequirements needs;
+  vkGetBufferMemoryRequirements(device, buffer, &needs);
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(physical, &mem);
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  std::uint32_t type = UINT32_MAX;
+  for (std::uint32_t i = 0; i < mem.memoryTypeCount && type == UINT32_MAX; ++i) {
+    if ((host.memoryTypeBits & needs.memoryTypeBits & (1u << i)) && (mem.memoryTypes[i].propertyFlags & want) == want) {
+      type = i;
+    }
+  }
+  if (type == UINT32_MAX || needs.size > bytes) {
+    vkDestroyBuffer(device, buffer, nullptr);
+    fail("import_host_memory{}: no host-coherent memory type takes {} bytes at {} (types {:#x} of the pointer, {:#x} "
+         "of the buffer, which needs {} bytes)",
+         name, bytes, pointer, host.memoryTypeBits, needs.memoryTypeBits, needs.size);
+  }
+  VkImportMemoryHostPointerInfoEXT import{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = pointer;
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.pNext = &import;
+  alloc.allocationSize = bytes;
+  alloc.memoryTypeIndex = type;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  const VkResult allocated = vkAllocateMemory(device, &alloc, nullptr, &memory);
+  if (allocated != VK_SUCCESS) {
+    vkDestroyBuffer(device, buffer, nullptr);
+    fail("import_host_memory{}: importing {} bytes at {} failed ({})", name, bytes, pointer,
+         vk_result_name(allocated));
+  }
+  VKBLR_VK(vkBindBufferMemory(device, buffer, memory, 0));
+  imported_memory_[to_handle(buffer)] = memory;
+  return Buffer(this, to_handle(buffer), nullptr, pointer, bytes, next_buffer_id_++);
+}
+
 void ContextImpl::destroy_buffer(std::uint64_t handle, void* allocation) noexcept {
+  if (const auto it = imported_memory_.find(handle); it != imported_memory_.end()) {
+    vkDestroyBuffer(device, from_handle<VkBuffer>(handle), nullptr);
+    vkFreeMemory(device, it->second, nullptr);
+    imported_memory_.erase(it);
+    return;
+  }
   vmaDestroyBuffer(allocator, from_handle<VkBuffer>(handle), static_cast<VmaAllocation>(allocation));
 }
 
@@ -701,8 +785,7 @@ void ContextImpl::write(const Buffer& dst, const void* data, std::uint64_t bytes
   profiler.counters().bytes_uploaded += bytes;
   if (dst.mapped()) {
     std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, bytes);
-    VKBLR_VK(vmaFlushAllocation(allocator, static_cast<VmaAllocation>(dst.vma_allocation()), dst.offset() + offset,
-                                bytes));
+    dst.flush(offset, bytes);
     return;
   }
   const auto* src = static_cast<const char*>(data);
@@ -724,8 +807,7 @@ void ContextImpl::read(const Buffer& src, void* data, std::uint64_t bytes, std::
   check_range(src, bytes, offset, "Buffer::read");
   profiler.counters().bytes_downloaded += bytes;
   if (src.mapped()) {
-    VKBLR_VK(vmaInvalidateAllocation(allocator, static_cast<VmaAllocation>(src.vma_allocation()),
-                                     src.offset() + offset, bytes));
+    src.invalidate(offset, bytes);
     std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, bytes);
     return;
   }
@@ -853,6 +935,9 @@ const Caps& Context::caps() const noexcept { return impl_->caps; }
 Buffer Context::buffer(std::uint64_t bytes, std::string_view label) { return impl_->make_buffer(bytes, false, label); }
 Buffer Context::host_buffer(std::uint64_t bytes, std::string_view label) {
   return impl_->make_buffer(bytes, true, label);
+}
+Buffer Context::import_host_memory(void* pointer, std::uint64_t bytes, std::string_view label) {
+  return impl_->import_host_memory(pointer, bytes, label);
 }
 
 bool Context::validation_enabled() const noexcept { return impl_->validation; }

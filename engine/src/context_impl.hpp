@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kernel.hpp"
@@ -32,6 +33,7 @@ class ContextImpl {
 
   // Buffers. host_visible: persistently mapped (device-local if offered).
   Buffer make_buffer(std::uint64_t bytes, bool host_visible, std::string_view label);
+  Buffer import_host_memory(void* pointer, std::uint64_t bytes, std::string_view label);
   void destroy_buffer(std::uint64_t handle, void* allocation) noexcept;
 
   // Synchronous transfers through the staging buffer.
@@ -73,6 +75,8 @@ class ContextImpl {
   std::uint32_t queue_family = 0;
   VkQueue queue = VK_NULL_HANDLE;
   VmaAllocator allocator = VK_NULL_HANDLE;
+  // VK_EXT_external_memory_host's query, of this device (null without it)
+  PFN_vkGetMemoryHostPointerPropertiesEXT get_host_pointer_properties = nullptr;
   VkCommandPool command_pool = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
   std::string pipeline_cache_file;     // empty: not persisted
@@ -107,6 +111,8 @@ class ContextImpl {
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
   std::uint64_t next_buffer_id_ = 1;
+  // import_host_memory's buffers (by handle) and the memory each imported
+  std::unordered_map<std::uint64_t, VkDeviceMemory> imported_memory_;
   bool pipeline_cache_warned_ = false;
   mutable std::mutex messages_mutex_;
   std::vector<std::string> messages_;

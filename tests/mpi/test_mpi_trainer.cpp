@@ -3,16 +3,23 @@
 //     policies of the ranks' contexts included;
 //   - N ranks with a slice of the tokens each ≡ one rank accumulating the
 //     same slices as micro-batches in rank order, bit for bit (bits, scales,
-//     optimizer state, loss), step after step;
+//     optimizer state, loss), step after step, through each exchange:
+//     shared memory that the GPUs read and write, and messages;
 //   - every rank holds the same bits, scales and state after each step;
 //   - uneven slices (tokens per rank differ by one): the summed gradients
 //     and the loss are those of the whole batch on one rank;
 //   - allgather_strings (strings of other lengths on each rank, an empty
 //     one among them) and a collective without a deadline;
-// and with --timing: the share of step time the exchange costs (no
-// validation layer; printed, not checked).
+//   - allreduce_sum (messages) and sum_shared (shared memory), on one and
+//     on several threads: the rank-order sums, bit for bit;
+// and with --timing [FLOATS]: the share of step time the exchange costs,
+// and allreduce_sum's and sum_shared's times (no validation layer;
+// printed, not checked).
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <format>
 #include <limits>
@@ -117,14 +124,19 @@ bool same_on_every_rank(mpi::RankGroup& group, std::uint64_t h) {
 }
 
 // N ranks ≡ one rank with N micro-batches in rank order; every rank alike.
-void equivalence(Context& ctx, mpi::RankGroup& group, Checks& checks) {
+// `how` names the exchange in messages.
+void equivalence(Context& ctx, mpi::RankGroup& group, const mpi::DistributedOptions& options, std::string_view how,
+                 Checks& checks) {
   const auto ranks = static_cast<std::uint32_t>(group.size());
   constexpr int kBatches = 2, kSteps = 6;
   const std::uint32_t per_rank = 32, tokens = per_rank * ranks;
   const vkt::mpi::Problem p = vkt::mpi::make_problem(32, 48, 32, 2, tokens, kBatches, 7);
   const BlrTrainerConfig c = vkt::mpi::config(p);
   BlrLayer layer = make_blr_layer(ctx, p.m, p.n, p.r, p.start.init(), false);
-  mpi::DistributedTrainer dist(group, ctx, layer, tokens, c);
+  mpi::DistributedTrainer dist(group, ctx, layer, tokens, c, options);
+  const bool shares = group.exchange() == mpi::Exchange::shared_memory && ctx.caps().host_memory_import;
+  checks.expect(dist.shares_blocks() == shares, std::format("{}: the GPUs share the blocks: {}, expected {} ({})", how,
+                                                            dist.shares_blocks(), shares, dist.shared_note()));
   checks.expect(dist.slice().first == per_rank * static_cast<std::uint32_t>(group.rank()) &&
                     dist.slice().count == per_rank,
                 "an even slice");
@@ -157,17 +169,20 @@ void equivalence(Context& ctx, mpi::RankGroup& group, Checks& checks) {
     const StepResult r = dist.step(static_cast<std::size_t>(b), sign_lr, scale_lr);
     const auto got = vkt::trainer_snapshot(layer, dist.trainer());
     checks.expect(same_on_every_rank(group, vkt::mpi::hash(got)),
-                  std::format("step {}: bits, scales and state differ between ranks", s + 1));
-    checks.expect(r.applied && r.step == static_cast<std::uint32_t>(s + 1), std::format("step {} applied", s + 1));
+                  std::format("{}, step {}: bits, scales and state differ between ranks", how, s + 1));
+    checks.expect(r.applied && r.step == static_cast<std::uint32_t>(s + 1),
+                  std::format("{}, step {} applied", how, s + 1));
     if (!ref) continue;
     for (std::uint32_t k = 0; k < ranks; ++k) ref->accumulate(static_cast<std::size_t>(b) * ranks + k);
     const StepResult want = ref->apply(sign_lr, scale_lr);
     const auto expect = vkt::trainer_snapshot(ref_layer, *ref);
     const std::size_t diffs = vkt::count_bit_diffs(got, expect);
-    checks.expect(diffs == 0, std::format("step {}: {} words differ from micro-batches on one rank", s + 1, diffs));
+    checks.expect(diffs == 0, std::format("{}, step {}: {} words differ from micro-batches on one rank", how, s + 1,
+                                          diffs));
     checks.expect(std::memcmp(&r.sq_error, &want.sq_error, sizeof(double)) == 0 && r.applied == want.applied,
-                  std::format("step {}: loss {} vs {} on one rank", s + 1, r.sq_error, want.sq_error));
-    std::printf("step %d: loss %.6g, %zu words differ from one rank's micro-batches\n", s + 1, r.loss, diffs);
+                  std::format("{}, step {}: loss {} vs {} on one rank", how, s + 1, r.sq_error, want.sq_error));
+    std::printf("%.*s, step %d: loss %.6g, %zu words differ from one rank's micro-batches\n",
+                static_cast<int>(how.size()), how.data(), s + 1, r.loss, diffs);
   }
   std::uint64_t flips = 0;
   for (SignMatrix& sm : dist.trainer().signs()) flips += sm.telemetry(ctx).total_flips;
@@ -202,7 +217,7 @@ void uneven(Context& ctx, mpi::RankGroup& group, Checks& checks) {
     const double sq = whole.accumulate(0);
     const GradientBlock& a = dist.trainer().gradient_block();
     const GradientBlock& b = whole.gradient_block();
-    const auto* ga = static_cast<const float*>(a.buffer->mapped());
+    const auto* ga = static_cast<const float*>(a.summed->mapped());
     const auto* gb = static_cast<const float*>(b.buffer->mapped());
     const std::span<const float> grads_a(ga + a.scales, a.floats - a.scales), grads_b(gb + b.scales, b.floats - b.scales);
     const double err = vkt::rel_error(grads_a, grads_b);
@@ -248,12 +263,112 @@ void gather_and_deadline(const Context& ctx, mpi::RankGroup& group, Checks& chec
   group.set_timeout_s(before);
 }
 
-// The exchange's share of step time on a layer of some size.
-void timing(Context& ctx, mpi::RankGroup& group) {
+// Rank r's value i of a test block: a spread of signs and magnitudes.
+float block_value(int rank, std::size_t i) {
+  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<std::uint64_t>(rank) + 7) * 0xc2b2ae3d27d4eb4full;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  const float mantissa = static_cast<float>(h & 0xffffff) / 16777216.0f - 0.5f;
+  return std::ldexp(mantissa, static_cast<int>((h >> 24) % 40) - 20);
+}
+
+// allreduce_sum (messages) and sum_shared (shared memory), on 1 and 3
+// sum threads, give every element ((0 + v0) + v1) + ... in f32, bit for
+// bit, for lengths below and above a thread's share, with shared blocks
+// used twice; ranks asking for different exchanges (or a bad
+// VKBLR_MPI_EXCHANGE) fail on every rank.
+void exchanges(mpi::RankGroup& group, Checks& checks) {
+  checks.expect(group.exchange() == mpi::Exchange::shared_memory,
+                std::format("ranks on one host exchange through shared memory, not {}", to_string(group.exchange())));
+  auto rank_order_sums = [&](std::size_t floats) {
+    std::vector<float> want(floats, 0.0f);
+    for (int r = 0; r < group.size(); ++r) {
+      for (std::size_t i = 0; i < floats; ++i) want[i] += block_value(r, i);
+    }
+    return want;
+  };
+  for (const unsigned threads : {1u, 3u}) {
+    mpi::RankGroupOptions o;
+    o.timeout_s = 120;
+    o.sum_threads = threads;
+    mpi::RankGroup g(MPI_COMM_WORLD, o);
+    for (const std::size_t floats : {std::size_t{7}, std::size_t{3} << 18 | 5}) {
+      const std::vector<float> want = rank_order_sums(floats);
+      std::vector<float> values(floats);
+      for (std::size_t i = 0; i < floats; ++i) values[i] = block_value(g.rank(), i);
+      g.allreduce_sum(values, "test block");
+      checks.expect(std::memcmp(values.data(), want.data(), floats * sizeof(float)) == 0,
+                    std::format("allreduce_sum of {} floats on {} threads: not the rank-order sums", floats, threads));
+      mpi::SharedBlocks blocks(g, floats, "test blocks");
+      for (int use = 0; use < 2; ++use) {
+        float* const input = blocks.input(g.rank());
+        for (std::size_t i = 0; i < floats; ++i) input[i] = block_value(g.rank(), i) * (use == 0 ? 1.0f : 2.0f);
+        g.sum_shared(blocks, "test blocks");
+        bool same = true;
+        for (std::size_t i = 0; i < floats; ++i) same = same && blocks.result()[i] == want[i] * (use == 0 ? 1.0f : 2.0f);
+        checks.expect(same, std::format("sum_shared of {} floats on {} threads, use {}: not the rank-order sums",
+                                        floats, threads, use + 1));
+      }
+    }
+  }
+  auto refused = [&](const mpi::RankGroupOptions& o, std::string_view expected, std::string_view label) {
+    std::string message;
+    try {
+      mpi::RankGroup g(MPI_COMM_WORLD, o);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    checks.expect(message.find(expected) != std::string::npos, std::format("{}: '{}'", label, message));
+  };
+  if (group.size() > 1) {
+    mpi::RankGroupOptions o;
+    o.exchange = group.rank() == 0 ? mpi::Exchange::messages : mpi::Exchange::shared_memory;
+    refused(o, "different exchanges: messages on rank 0 vs shared_memory on rank 1", "exchanges that differ");
+    ::setenv("VKBLR_MPI_EXCHANGE", group.rank() == 0 ? "shared" : "pipes", 1);
+    refused({}, "VKBLR_MPI_EXCHANGE=pipes (shared or messages) (rank 1)", "a bad VKBLR_MPI_EXCHANGE on one rank");
+    ::unsetenv("VKBLR_MPI_EXCHANGE");
+  }
+}
+
+// The median time over 9 calls of allreduce_sum (messages, from and to
+// this rank's values) and of sum_shared (shared memory, in place: the
+// host's part when the GPUs read and write the blocks), on `floats`.
+void exchange_timing(std::size_t floats) {
+  mpi::RankGroup g(MPI_COMM_WORLD);
+  std::vector<float> values(floats);
+  for (std::size_t i = 0; i < floats; ++i) values[i] = block_value(g.rank(), i);
+  mpi::SharedBlocks blocks(g, floats, "timed blocks");
+  std::copy(values.begin(), values.end(), blocks.input(g.rank()));
+  for (const bool shared : {false, true}) {
+    std::vector<double> ms;
+    for (int k = 0; k < 10; ++k) {
+      g.barrier("timing");
+      const auto t0 = std::chrono::steady_clock::now();
+      if (shared) {
+        g.sum_shared(blocks, "timed blocks");
+      } else {
+        g.allreduce_sum(values, "timed block");
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      for (std::size_t i = 0; i < floats; i += 1024) values[i] *= 0.5f;  // bounded values
+    }
+    std::sort(ms.begin() + 1, ms.end());  // the first call sets up
+    if (g.rank() == 0) {
+      std::printf("%s of %zu KiB, %u sum threads: median %.3f ms (%.2f GB/s of block)\n",
+                  shared ? "sum_shared" : "allreduce_sum", floats * 4 / 1024, g.sum_threads(), ms[5],
+                  static_cast<double>(floats) * 4e-6 / ms[5]);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// One layer's step through `group` with `options`: rank `rank`'s split of
+// the step time, printed. Returns the block's length.
+std::size_t step_timing(Context& ctx, mpi::RankGroup& group, mpi::DistributedOptions options, std::string_view how) {
   const std::uint32_t m = 256, n = 256, r = 64, tokens = 128 * static_cast<std::uint32_t>(group.size());
   const vkt::mpi::Problem p = vkt::mpi::make_problem(m, n, r, 1, tokens, 1, 13);
   BlrLayer layer = make_blr_layer(ctx, m, n, r, p.start.init(), false);
-  mpi::DistributedOptions options;
   options.timing_barrier = true;
   mpi::DistributedTrainer dist(group, ctx, layer, tokens, vkt::mpi::config(p), options);
   Buffer x = ctx.upload(vkt::mpi::rows(p.x[0], n, dist.slice().first, dist.slice().count));
@@ -270,12 +385,27 @@ void timing(Context& ctx, mpi::RankGroup& group) {
   t.apply_s -= warm.apply_s;
   const GradientBlock& block = dist.trainer().gradient_block();
   const std::string line = std::format(
-      "rank {}: {}x{} r{} {} tokens/rank, block {} KiB; per step: graph A {:.2f} ms, wait {:.2f} ms, exchange "
+      "rank {} ({}): {}x{} r{} {} tokens/rank, block {} KiB; per step: graph A {:.2f} ms, wait {:.2f} ms, exchange "
       "{:.3f} ms, graph B {:.2f} ms; exchange share {:.2f} %",
-      group.rank(), m, n, r, dist.slice().count, block.floats * 4 / 1024, 1e3 * t.accumulate_s / kSteps,
+      group.rank(), how, m, n, r, dist.slice().count, block.floats * 4 / 1024, 1e3 * t.accumulate_s / kSteps,
       1e3 * t.wait_s / kSteps, 1e3 * t.exchange_s / kSteps, 1e3 * t.apply_s / kSteps, 100 * t.exchange_share());
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
+  return block.floats;
+}
+
+// The exchange's share of step time on a layer of some size, through each
+// exchange; then allreduce_sum and sum_shared alone on that block, on 13 MB
+// and on `extra_floats` (--timing FLOATS; 0: not).
+void timing(Context& ctx, mpi::RankGroup& group, std::size_t extra_floats) {
+  mpi::RankGroupOptions by_messages;
+  by_messages.exchange = mpi::Exchange::messages;
+  mpi::RankGroup messages_group(MPI_COMM_WORLD, by_messages);
+  step_timing(ctx, messages_group, {}, "messages");
+  const std::size_t floats = step_timing(ctx, group, {}, "shared memory");
+  exchange_timing(floats);
+  exchange_timing(3276800);  // 13 MB: vkblr-fit's default layer with sign training
+  if (extra_floats > 0) exchange_timing(extra_floats);
 }
 
 }  // namespace
@@ -293,13 +423,18 @@ int main(int argc, char** argv) {
     options.validation = !timing_only;
     Context ctx(options);
     if (timing_only) {
-      timing(ctx, group);
+      timing(ctx, group, argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0);
     } else {
       device_mapping(checks);
       gather_and_deadline(ctx, group, checks);
+      exchanges(group, checks);
       agreement(ctx, group, checks);
       policy_agreement(group, options, checks);
-      equivalence(ctx, group, checks);
+      equivalence(ctx, group, {}, "shared memory", checks);
+      mpi::RankGroupOptions by_messages = group_options;
+      by_messages.exchange = mpi::Exchange::messages;
+      mpi::RankGroup messages_group(MPI_COMM_WORLD, by_messages);
+      equivalence(ctx, messages_group, {}, "messages", checks);
       uneven(ctx, group, checks);
       for (const std::string& m : ctx.validation_messages()) checks.expect(false, "validation: " + m);
     }

@@ -54,7 +54,10 @@ class MpiTrainer final : public FitTrainer {
             {"exchange_ms", t.exchange_s * per},
             {"apply_ms", t.apply_s * per},
             {"exchange_share", total > 0 ? t.exchange_s / total : 0.0},
-            {"gradient_block_bytes", block_bytes_}};
+            {"gradient_block_bytes", block_bytes_},
+            {"exchange", dist_.shares_blocks() ? "shared_memory" : "messages"},
+            {"exchange_note", dist_.shared_note()},
+            {"sum_threads", group_.sum_threads()}};
   }
 
  private:

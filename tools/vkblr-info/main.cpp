@@ -51,6 +51,8 @@ nlohmann::json to_json(const vkblr::Caps& c) {
       {"timestamps", c.timestamps},
       {"timestamp_period_ns", c.timestamp_period_ns},
       {"kernel_statistics", c.kernel_statistics},
+      {"host_memory_import", c.host_memory_import},
+      {"host_import_alignment", c.host_import_alignment},
       {"cooperative_matrix", !c.coopmat_shapes.empty()},
       {"cooperative_matrix2_nv", c.coopmat2},
       {"cooperative_matrix2_f16_workgroup_shapes", flexible},
@@ -75,6 +77,8 @@ std::string to_text(std::size_t index, const vkblr::Caps& c) {
                    c.timestamps ? std::format("{} ns/tick", c.timestamp_period_ns) : std::string("no"));
   s += std::format("  kernel compiler statistics (VK_KHR_pipeline_executable_properties): {}\n",
                    c.kernel_statistics ? "yes" : "no");
+  s += std::format("  host memory as buffers (VK_EXT_external_memory_host): {}\n",
+                   c.host_memory_import ? std::format("yes, {} B aligned", c.host_import_alignment) : std::string("no"));
   if (c.coopmat_shapes.empty()) {
     s += "  cooperative matrices: none (plain shared-memory GEMM)\n";
   } else {

@@ -83,6 +83,11 @@ struct Caps {
   // asked for them and the device has VK_KHR_pipeline_executable_properties);
   // from list_devices(): the device could.
   bool kernel_statistics = false;
+  // VK_EXT_external_memory_host enabled (Context::import_host_memory), for
+  // pointers and sizes that are multiples of host_import_alignment bytes;
+  // from list_devices(): the device could.
+  bool host_memory_import = false;
+  std::uint64_t host_import_alignment = 0;
   bool timestamps = false;          // compute queue writes timestamps
   double timestamp_period_ns = 0;   // nanoseconds per timestamp tick
 
@@ -134,6 +139,15 @@ class Context {
   // A host-visible, persistently mapped storage buffer (device-local where
   // the device offers such memory): per-replay scalars, small readbacks.
   Buffer host_buffer(std::uint64_t bytes, std::string_view label = {});
+  // A host-visible storage buffer over `bytes` of the caller's memory at
+  // `pointer` (VK_EXT_external_memory_host): mapped() is `pointer`, and
+  // device writes land there (e.g. memory MPI ranks of one host share).
+  // The caller keeps that memory allocated and mapped until the buffer is
+  // gone. Host-coherent: invalidate/flush are no-ops. Throws Error without
+  // Caps::host_memory_import, for a pointer or size that is not a multiple
+  // of Caps::host_import_alignment, or when the driver takes no such memory
+  // as host-coherent.
+  Buffer import_host_memory(void* pointer, std::uint64_t bytes, std::string_view label = {});
 
   template <class T>
   Buffer upload(std::span<const T> values, std::string_view label = {}) {

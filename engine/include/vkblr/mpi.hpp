@@ -21,20 +21,33 @@
 //
 // Reduction order (allreduce_sum): the F floats are cut into N contiguous
 // chunks, chunk s = [s·⌊F/N⌋ + min(s, F mod N), +⌊F/N⌋ + (s < F mod N));
-// rank s receives chunk s of every rank (MPI_Ialltoallv), sums each
-// element in rank order, ((0 + v₀) + v₁) + … + v_{N−1} in f32, and the
-// summed chunks go to every rank (MPI_Iallgatherv, in place). Each element
-// is summed once, by one rank, in one order, so every rank receives the
-// same bits — the bits one rank gets by accumulating the ranks' slices as
-// micro-batches in rank order (BlrTrainer::accumulate; 0 + v = v for v
-// not −0). MPI_Allreduce is not used: it promises neither a fixed order
-// nor the same bits on every rank. Traffic per rank: 2·(N−1)/N of the block.
+// rank s sums each element of chunk s over the ranks in rank order,
+// ((0 + v₀) + v₁) + … + v_{N−1} in f32, and every rank receives the sums.
+// Each element is summed once, by one rank, in one order, so every rank
+// receives the same bits — the bits one rank gets by accumulating the
+// ranks' slices as micro-batches in rank order (BlrTrainer::accumulate;
+// 0 + v = v for v not −0). MPI_Allreduce is not used: it promises neither
+// a fixed order nor the same bits on every rank.
+//
+// Exchange (RankGroupOptions::exchange): when every rank is on one host,
+// DistributedTrainer's blocks meet in one MPI shared-memory window
+// (SharedBlocks): where the device imports host memory, graph A writes
+// each rank's gradients straight into its input there and graph B reads
+// the sums from the window's result; between the two, each rank sums its
+// chunk of every rank's input in the order above (RankGroup::sum_shared,
+// a barrier before and after). Otherwise MPI messages
+// (RankGroup::allreduce_sum): rank s receives chunk s of every rank
+// (MPI_Ialltoallv), sums it, and the summed chunks go to every rank
+// (MPI_Iallgatherv, in place). Both give the same bits. A rank's sums run
+// on a few threads (RankGroupOptions::sum_threads), each element in one
+// thread, so the thread count changes no bit either.
 //
 // Copies: device → block is one GPU copy per gradient buffer inside graph
-// A; MPI sends from and gathers into the mapped block itself; the only host
-// copy is MPI's delivery of the other ranks' pieces of this rank's chunk
-// into a receive buffer (N chunks, one block's worth); block → device is
-// one GPU copy per gradient buffer inside graph B.
+// A; block → device is one GPU copy per gradient buffer inside graph B.
+// With the shared-memory exchange and a device that imports host memory
+// (DistributedOptions::import_shared_blocks), those copies write this
+// rank's input in the window and read the result there: the host copies
+// nothing, it only sums.
 //
 // Tokens: a global batch of T tokens is sliced in rank order (slice()):
 // rank s takes ⌊T/N⌋ tokens, one more when s < T mod N, after those of
@@ -63,6 +76,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,12 +103,28 @@ class Session {
   bool owns_ = false;
 };
 
+// How DistributedTrainer sums the gradient blocks over the ranks (the same
+// bits either way).
+enum class Exchange {
+  automatic,      // $VKBLR_MPI_EXCHANGE (shared | messages), else shared_memory
+                  // when every rank of the group is on one host, else messages
+  shared_memory,  // SharedBlocks + sum_shared; every rank on one host
+  messages,       // allreduce_sum; ranks on any hosts
+};
+const char* to_string(Exchange exchange) noexcept;
+
 struct RankGroupOptions {
   // Longest a collective waits for the other ranks before it aborts the
   // job, in seconds (> 0). 0: $VKBLR_MPI_TIMEOUT, else 300. It bounds the
   // slowest rank's lead too: a step's exchange waits for every rank's graph
   // A, the first one also for every rank's start-up.
   double timeout_s = 0;
+  // The same on every rank (the constructor checks: Error on every rank).
+  Exchange exchange = Exchange::automatic;
+  // Threads of this rank's sums in allreduce_sum and sum_shared (the
+  // calling one included); 0: the host's hardware threads over its ranks,
+  // 1 to 8.
+  unsigned sum_threads = 0;
 };
 
 // Tokens [first, first + count) of a global batch.
@@ -131,9 +161,13 @@ std::string device_for_local_rank(int local_rank, int local_size, std::string_vi
 // The ranks of a communicator training one model. Owns a duplicate of the
 // communicator (MPI_ERRORS_RETURN set on it); MPI must be initialised and
 // outlive the group.
+class SharedBlocks;
+
 class RankGroup {
  public:
-  // Collective over `comm`. Throws Error for a bad timeout.
+  // Collective over `comm`. Throws Error on every rank for a bad timeout or
+  // exchange, when the ranks ask for different exchanges, or for
+  // Exchange::shared_memory over ranks on several hosts.
   explicit RankGroup(MPI_Comm comm = MPI_COMM_WORLD, const RankGroupOptions& options = {});
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
@@ -145,6 +179,9 @@ class RankGroup {
   int local_rank() const noexcept { return local_rank_; }
   int local_size() const noexcept { return local_size_; }
   double timeout_s() const noexcept { return timeout_s_; }
+  // DistributedTrainer's exchange (never automatic) and the sum threads.
+  Exchange exchange() const noexcept { return exchange_; }
+  unsigned sum_threads() const noexcept { return sum_threads_; }
   // The deadline of later collectives (e.g. a long one over start-up, a
   // shorter one per step). Not collective. Throws Error unless > 0;
   // +infinity: no deadline (a rank that dies still ends the job through
@@ -161,12 +198,17 @@ class RankGroup {
 
   // Collectives; `what` names the exchange in error messages.
   // Replaces values (the same length on every rank) by their sum over the
-  // ranks, in the reduction order above. Throws Error (before any
-  // communication) for more than 2^31 − 1 floats.
+  // ranks, in the reduction order above, through MPI messages. Throws
+  // Error (before any communication) for more than 2^31 − 1 floats.
   void allreduce_sum(std::span<float> values, std::string_view what);
   // The sum of every rank's value, in rank order (f64).
   double sum(double value, std::string_view what);
   void barrier(std::string_view what);
+  // The shared-memory exchange without the copies: every rank has written
+  // its input of `blocks`; on return the result holds the rank-order sums
+  // (each rank sums its chunk), on every rank. Exchange::shared_memory
+  // only (Error otherwise, on every rank).
+  void sum_shared(const SharedBlocks& blocks, std::string_view what);
   // Every rank's `bytes` (any length each, up to 2^31 − 1 in all), in rank
   // order.
   std::vector<std::string> allgather_strings(const std::string& bytes, std::string_view what);
@@ -183,13 +225,49 @@ class RankGroup {
  private:
   // Polls `request` until it completes; aborts on an error or the deadline.
   void wait(MPI_Request& request, const char* call, std::string_view what);
+  // Collective: sets exchange_ (the constructor's checks).
+  void choose_exchange(Exchange requested);
   // Aborts unless rc is MPI_SUCCESS.
   void check(int rc, const char* call, std::string_view what) const;
+  // allreduce_sum's two exchanges
+  void sum_by_messages(std::span<float> values, std::string_view what);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_s_ = 0;
+  Exchange exchange_ = Exchange::messages;
+  unsigned sum_threads_ = 1;
   std::vector<float> chunks_;  // allreduce_sum: this rank's chunk from every rank
+};
+
+// Blocks of `floats` floats in host memory that every rank of a one-host
+// group maps (one MPI shared-memory window): one input per rank and the
+// result (RankGroup::sum_shared), each starting on a 4 KiB page and
+// padded to whole pages (padded_bytes()): (N + 1) blocks of host memory.
+class SharedBlocks {
+ public:
+  // Collective (a barrier, then MPI_Win_allocate_shared). The group must
+  // outlive the blocks. Error (every rank) unless the group's exchange is
+  // shared_memory; an MPI failure aborts the job naming the call.
+  SharedBlocks(RankGroup& group, std::size_t floats, std::string_view what);
+  ~SharedBlocks();
+  SharedBlocks(const SharedBlocks&) = delete;
+  SharedBlocks& operator=(const SharedBlocks&) = delete;
+
+  std::size_t floats() const noexcept { return floats_; }
+  std::size_t padded_bytes() const noexcept { return stride_ * sizeof(float); }
+  float* input(int rank) const noexcept { return base_ + static_cast<std::size_t>(rank) * stride_; }
+  float* result() const noexcept { return base_ + static_cast<std::size_t>(ranks_) * stride_; }
+  // MPI_Win_sync: this rank's stores to the window become visible to the
+  // others and theirs to this rank, around a barrier (the window stays in
+  // one passive-target epoch for its life).
+  void sync() const;
+
+ private:
+  MPI_Win window_ = MPI_WIN_NULL;
+  float* base_ = nullptr;
+  std::size_t floats_ = 0, stride_ = 0;
+  int ranks_ = 0;
 };
 
 struct DistributedOptions {
@@ -246,8 +324,17 @@ class DistributedTrainer {
 
   BlrTrainer& trainer() noexcept { return trainer_; }
   const StepTiming& timing() const noexcept { return timing_; }
+  // The ranks sum their blocks in shared memory that every GPU reads and
+  // writes (Exchange::shared_memory, and every rank's device imported the
+  // blocks); else through allreduce_sum's messages. shared_note() says
+  // why not where a device refused ("rank R: <error>"; else empty).
+  bool shares_blocks() const noexcept { return static_cast<bool>(shared_); }
+  const std::string& shared_note() const noexcept { return shared_note_; }
 
  private:
+  // Collective: the shared blocks where every rank's device imports them.
+  void share_blocks();
+
   RankGroup& group_;
   Context& ctx_;
   const BlrLayer& layer_;
@@ -255,6 +342,12 @@ class DistributedTrainer {
   BlrTrainerConfig config_;
   TokenSlice slice_;
   DistributedOptions options_;
+  // shared-memory exchange: the ranks' blocks, this rank's input and the
+  // result imported as device buffers, and their views of the block's
+  // length; declared before the trainer, which borrows them
+  std::unique_ptr<SharedBlocks> shared_;
+  Buffer shared_input_, shared_result_, input_view_, result_view_;
+  std::string shared_note_;
   BlrTrainer trainer_;
   StepTiming timing_;
 };

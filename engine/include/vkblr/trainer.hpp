@@ -96,7 +96,8 @@ struct BlrTrainerConfig {
 // to the block of their union.
 struct GradientBlock {
   static constexpr std::uint32_t kLossPartials = 64;
-  Buffer* buffer = nullptr;  // host_buffer of floats × 4 bytes, mapped
+  Buffer* buffer = nullptr;  // what accumulate() writes: floats × 4 bytes, mapped
+  Buffer* summed = nullptr;  // what apply() reads: `buffer` unless use_external_blocks
   std::uint32_t floats = 0;
   std::uint32_t loss = 0;    // offset of the loss partials (0)
   std::uint32_t scales = 0;  // offset of the scale gradients
@@ -145,6 +146,15 @@ class BlrTrainer {
   // The block (split only; Error otherwise). Change it only between
   // accumulate() and apply().
   const GradientBlock& gradient_block() const;
+  // Split only: graph A's copies and accumulate()'s loss partials go to
+  // `out`, graph B's copies and apply()'s loss come from `in`, instead of
+  // the trainer's own block (freed): host-visible buffers of
+  // gradient_block().floats × 4 bytes, borrowed (they must outlive the
+  // trainer), e.g. Context::import_host_memory over memory that MPI ranks
+  // share. Between accumulate() and apply() the caller fills `in` (the sum
+  // of every rank's `out`, say). Throws Error after add_batch(), for a
+  // buffer of another size or one that is not host-visible.
+  void use_external_blocks(Buffer& out, Buffer& in);
   // ‖y − target‖² of evaluation batch `batch` with the current layer.
   double eval(std::size_t batch);
 

@@ -78,7 +78,36 @@ DistributedTrainer::DistributedTrainer(RankGroup& group, Context& ctx, const Blr
       slice_(group.slice(total_tokens)),
       options_(options),
       trainer_(ctx, layer, slice_.count, config_) {
+  if (group.exchange() == Exchange::shared_memory) share_blocks();
   check_agreement();
+}
+
+// The shared blocks, when every rank's device imports them; else none (the
+// ranks exchange messages).
+void DistributedTrainer::share_blocks() {
+  const GradientBlock& block = trainer_.gradient_block();
+  auto blocks = std::make_unique<SharedBlocks>(group_, block.floats, "gradient blocks");  // collective
+  const std::uint64_t bytes = std::uint64_t{block.floats} * 4;
+  std::string refusal;
+  try {
+    shared_input_ = ctx_.import_host_memory(blocks->input(group_.rank()), blocks->padded_bytes(), "mpi.input");
+    shared_result_ = ctx_.import_host_memory(blocks->result(), blocks->padded_bytes(), "mpi.result");
+  } catch (const Error& e) {
+    refusal = e.what();
+  }
+  const std::vector<std::string> refusals = group_.allgather_strings(refusal, "importing the shared blocks");
+  for (std::size_t r = 0; r < refusals.size(); ++r) {
+    if (!refusals[r].empty()) {
+      shared_note_ = std::format("rank {}: {}", r, refusals[r]);
+      shared_input_ = Buffer();
+      shared_result_ = Buffer();
+      return;  // the blocks go (every rank alike)
+    }
+  }
+  input_view_ = shared_input_.view(0, bytes);
+  result_view_ = shared_result_.view(0, bytes);
+  trainer_.use_external_blocks(input_view_, result_view_);
+  shared_ = std::move(blocks);
 }
 
 void DistributedTrainer::check_agreement() {
@@ -107,8 +136,12 @@ StepResult DistributedTrainer::step(std::size_t batch, float sign_lr, float scal
   }
   t = clock::now();
   const GradientBlock& block = trainer_.gradient_block();
-  group_.allreduce_sum(std::span<float>(static_cast<float*>(block.buffer->mapped()), block.floats),
-                       std::format("gradients of step {}", trainer_.steps() + trainer_.skipped() + 1));
+  const std::string what = std::format("gradients of step {}", trainer_.steps() + trainer_.skipped() + 1);
+  if (shared_) {
+    group_.sum_shared(*shared_, what);  // graph A wrote the input, graph B reads the result
+  } else {
+    group_.allreduce_sum(std::span<float>(static_cast<float*>(block.buffer->mapped()), block.floats), what);
+  }
   timing_.exchange_s += seconds_since(t);
   t = clock::now();
   const StepResult r = trainer_.apply(sign_lr, scale_lr);

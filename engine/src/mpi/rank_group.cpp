@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "rank_order_sum.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/mpi.hpp"
 
@@ -27,6 +28,16 @@ double timeout_from(double requested) {
   const double v = std::strtod(env, &end);
   require(*end == '\0' && v > 0 && std::isfinite(v), "vkblr::mpi::RankGroup: VKBLR_MPI_TIMEOUT={} (seconds > 0)", env);
   return v;
+}
+
+Exchange exchange_from(Exchange requested) {
+  if (requested != Exchange::automatic) return requested;
+  const char* env = std::getenv("VKBLR_MPI_EXCHANGE");
+  if (env == nullptr || *env == '\0') return Exchange::automatic;
+  const std::string_view v = env;
+  if (v == "shared") return Exchange::shared_memory;
+  if (v == "messages") return Exchange::messages;
+  throw Error(std::format("vkblr::mpi::RankGroup: VKBLR_MPI_EXCHANGE={} (shared or messages)", v));
 }
 
 std::string error_string(int rc) {
@@ -49,10 +60,54 @@ RankGroup::RankGroup(MPI_Comm comm, const RankGroupOptions& options) : timeout_s
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
+  sum_threads_ = detail::sum_threads_for(options.sum_threads, local_size_);
+  try {
+    choose_exchange(options.exchange);
+  } catch (...) {
+    MPI_Comm_free(&comm_);
+    throw;
+  }
+}
+
+void RankGroup::choose_exchange(Exchange requested) {
+  // every rank asks for the same exchange (a bad VKBLR_MPI_EXCHANGE on one
+  // rank fails every rank), and the shared one only on one host
+  std::string bad;
+  Exchange wanted = Exchange::automatic;
+  try {
+    wanted = exchange_from(requested);
+  } catch (const Error& e) {
+    bad = e.what();
+  }
+  const std::vector<std::string> asked =
+      allgather_strings(bad.empty() ? std::string(to_string(wanted)) : "error: " + bad, "the exchange");
+  for (int r = 0; r < size_; ++r) {
+    const std::string& a = asked[static_cast<std::size_t>(r)];
+    require(!a.starts_with("error: "), "{} (rank {})", a.substr(7), r);
+    require(a == asked[0], "vkblr::mpi::RankGroup: the ranks ask for different exchanges: {} on rank 0 vs {} on rank {}",
+            asked[0], a, r);
+  }
+  const bool one_host = local_size_ == size_;
+  require(wanted != Exchange::shared_memory || one_host,
+          "vkblr::mpi::RankGroup: the shared-memory exchange needs every rank on one host ({} of {} ranks are on "
+          "this one)",
+          local_size_, size_);
+  exchange_ = wanted != Exchange::automatic ? wanted
+              : one_host && size_ > 1      ? Exchange::shared_memory
+                                           : Exchange::messages;
 }
 
 RankGroup::~RankGroup() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+const char* to_string(Exchange exchange) noexcept {
+  switch (exchange) {
+    case Exchange::automatic: return "automatic";
+    case Exchange::shared_memory: return "shared_memory";
+    case Exchange::messages: return "messages";
+  }
+  return "?";
 }
 
 void RankGroup::set_timeout_s(double seconds) {

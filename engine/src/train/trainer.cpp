@@ -48,6 +48,8 @@ struct BlrTrainer::Impl {
   // split steps: the block, its layout, graph B, accumulate() calls since
   // the last apply()
   Buffer block;
+  Buffer* out_block = &block;  // graph A writes, accumulate() adds the loss partials
+  Buffer* in_block = &block;   // graph B and apply() read
   GradientBlock layout;
   Graph apply_graph;
   std::uint32_t pending = 0;
@@ -128,6 +130,7 @@ struct BlrTrainer::Impl {
     block = ctx.host_buffer(floats * 4, "trainer.gradient_block");
     block.fill(0);
     layout.buffer = &block;
+    layout.summed = &block;
     Recorder zero(ctx);
     zero.fill(layer.scale_grads, 0);
     zero.run();
@@ -138,9 +141,9 @@ struct BlrTrainer::Impl {
   void record_block_copies(Recorder& rec, bool to_block) {
     auto copy = [&](const Buffer& gradient, std::uint32_t offset, std::uint64_t floats) {
       if (to_block) {
-        rec.copy(gradient, block, floats * 4, 0, std::uint64_t{offset} * 4);
+        rec.copy(gradient, *out_block, floats * 4, 0, std::uint64_t{offset} * 4);
       } else {
-        rec.copy(block, gradient, floats * 4, std::uint64_t{offset} * 4, 0);
+        rec.copy(*in_block, gradient, floats * 4, std::uint64_t{offset} * 4, 0);
       }
     };
     copy(layer.scale_grads, layout.scales, layer.scale_count);
@@ -322,17 +325,18 @@ double BlrTrainer::accumulate(std::size_t batch) {
     s.train_graphs[batch] = s.record_train(*b.x, *b.target, b.input);
   }
   s.train_graphs[batch].run();
-  s.block.invalidate();
+  Buffer& out = *s.out_block;
+  out.invalidate();
   // the loss partials of the step so far, in f32 in call order
   float partials[GradientBlock::kLossPartials];
   s.loss_partials.read(partials, sizeof partials);
-  auto* loss = static_cast<float*>(s.block.mapped()) + s.layout.loss;
+  auto* loss = static_cast<float*>(out.mapped()) + s.layout.loss;
   double sq = 0;
   for (std::uint32_t i = 0; i < GradientBlock::kLossPartials; ++i) {
     loss[i] = (s.pending == 0 ? 0.0f : loss[i]) + partials[i];
     sq += partials[i];
   }
-  s.block.flush(std::uint64_t{s.layout.loss} * 4, sizeof partials);
+  out.flush(std::uint64_t{s.layout.loss} * 4, sizeof partials);
   ++s.pending;
   return sq;
 }
@@ -343,11 +347,11 @@ StepResult BlrTrainer::apply(float sign_lr, float scale_lr) {
   require(s.pending > 0, "BlrTrainer::apply: no accumulate() since the last step");
   Impl::check_rates("BlrTrainer::apply", sign_lr, scale_lr);
   const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
-  s.block.flush();
+  s.in_block->flush();
   if (s.config.record_every_step) s.apply_graph = s.record_apply();
   s.apply_graph.run();
   s.pending = 0;
-  const auto* loss = static_cast<const float*>(s.block.mapped()) + s.layout.loss;
+  const auto* loss = static_cast<const float*>(s.in_block->mapped()) + s.layout.loss;
   double sq = 0;
   for (std::uint32_t i = 0; i < GradientBlock::kLossPartials; ++i) sq += loss[i];
   return s.finish_step(t, sq);
@@ -356,6 +360,25 @@ StepResult BlrTrainer::apply(float sign_lr, float scale_lr) {
 const GradientBlock& BlrTrainer::gradient_block() const {
   impl_->require_split("BlrTrainer::gradient_block");
   return impl_->layout;
+}
+
+void BlrTrainer::use_external_blocks(Buffer& out, Buffer& in) {
+  Impl& s = *impl_;
+  constexpr const char* op = "BlrTrainer::use_external_blocks";
+  s.require_split(op);
+  require(s.train_graphs.empty(), "{}: after add_batch (graph A of {} batches records the block)", op,
+          s.train_graphs.size());
+  const std::uint64_t bytes = std::uint64_t{s.layout.floats} * 4;
+  for (const Buffer* b : {&out, &in}) {
+    require(b->mapped() != nullptr && b->size() == bytes, "{}: a buffer of {} bytes{} for a block of {} bytes", op,
+            b->size(), b->mapped() != nullptr ? "" : ", not host-visible", bytes);
+  }
+  s.out_block = &out;
+  s.in_block = &in;
+  s.layout.buffer = &out;
+  s.layout.summed = &in;
+  s.apply_graph = s.record_apply();  // before the own block goes: the old graph B copies from it
+  s.block = Buffer();
 }
 
 double BlrTrainer::eval(std::size_t batch) {

@@ -13,7 +13,8 @@
 //             parallel {ranks, micro_batches, tokens_per_part,
 //                       step_timing (null, or under mpirun rank 0's {steps,
 //                       accumulate_ms, wait_ms, exchange_ms, apply_ms per
-//                       step, exchange_share, gradient_block_bytes})}},
+//                       step, exchange_share, gradient_block_bytes,
+//                       exchange, exchange_note, sum_threads})}},
 //   saved {step, stage, held_out_error}: the layer the result file holds,
 //         the best seen on the held-out tokens (best_layer.hpp): stage
 //         "init", "refit" or "training", step the training steps done

@@ -1,0 +1,44 @@
+#include "rank_order_sum.hpp"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+namespace vkblr::mpi::detail {
+namespace {
+
+constexpr std::size_t kMinFloatsPerThread = std::size_t{1} << 18;
+
+void sum_range(std::span<const float* const> inputs, float* out, std::size_t begin, std::size_t end) {
+  const float* const first = inputs[0];
+  for (std::size_t i = begin; i < end; ++i) out[i] = 0.0f + first[i];
+  for (std::size_t r = 1; r < inputs.size(); ++r) {
+    const float* const v = inputs[r];
+    for (std::size_t i = begin; i < end; ++i) out[i] += v[i];
+  }
+}
+
+}  // namespace
+
+void sum_in_rank_order(std::span<const float* const> inputs, float* out, std::size_t count, unsigned threads) {
+  if (inputs.empty() || count == 0) return;
+  const std::size_t parts =
+      std::clamp<std::size_t>(count / kMinFloatsPerThread, 1, std::max<std::size_t>(threads, 1));
+  // 16-float (64-byte) aligned boundaries keep two threads off one cache line
+  const std::size_t step = (count / parts + 15) / 16 * 16;
+  std::vector<std::jthread> helpers;
+  helpers.reserve(parts - 1);
+  for (std::size_t k = 1; k < parts; ++k) {
+    const std::size_t begin = std::min(count, k * step), end = std::min(count, (k + 1) * step);
+    if (begin < end) helpers.emplace_back([=] { sum_range(inputs, out, begin, end); });
+  }
+  sum_range(inputs, out, 0, std::min(count, step));
+}
+
+unsigned sum_threads_for(unsigned requested, int ranks_on_host) {
+  if (requested > 0) return requested;
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp(hardware / static_cast<unsigned>(std::max(ranks_on_host, 1)), 1u, 8u);
+}
+
+}  // namespace vkblr::mpi::detail

@@ -1,0 +1,23 @@
+// The element sums of the gradient exchange, in the fixed order that makes
+// every rank's result the same bits (vkblr/mpi.hpp, "Reduction order").
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace vkblr::mpi::detail {
+
+// out[i] = ((0 + inputs[0][i]) + inputs[1][i]) + ... + inputs[N−1][i] in
+// f32 for i < count (inputs: one pointer per rank, in rank order, each to
+// `count` floats; out may be one of them). The index range is split over
+// up to `threads` threads (the calling one included) of at least 2^18
+// floats each; each element is summed by one thread in the same order, so
+// the bits never depend on the thread count.
+void sum_in_rank_order(std::span<const float* const> inputs, float* out, std::size_t count, unsigned threads);
+
+// Threads for the sum on a host that `ranks_on_host` ranks share: the
+// host's hardware threads divided among them, 1 to 8. `requested` > 0
+// overrides.
+unsigned sum_threads_for(unsigned requested, int ranks_on_host);
+
+}  // namespace vkblr::mpi::detail

@@ -1,0 +1,52 @@
+// vkblr::mpi::SharedBlocks: the MPI shared-memory window of the
+// shared-memory exchange.
+#include <exception>
+#include <format>
+
+#include "vkblr/error.hpp"
+#include "vkblr/mpi.hpp"
+
+namespace vkblr::mpi {
+namespace {
+
+constexpr std::size_t kPageFloats = 1024;  // 4 KiB
+
+}  // namespace
+
+SharedBlocks::SharedBlocks(RankGroup& group, std::size_t floats, std::string_view what)
+    : floats_(floats), stride_((floats + kPageFloats - 1) / kPageFloats * kPageFloats), ranks_(group.size()) {
+  require(group.exchange() == Exchange::shared_memory,
+          "vkblr::mpi::SharedBlocks ({}): the group exchanges through {}, not shared memory", what,
+          to_string(group.exchange()));
+  group.barrier(what);  // every rank is here: the window's blocking collective is quick
+  auto fail = [&](const char* call, int rc) {
+    group.abort(std::format("{} ({}: shared-memory blocks of {} floats) failed (error {}); "
+                            "VKBLR_MPI_EXCHANGE=messages exchanges through MPI messages instead",
+                            call, what, floats, rc));
+  };
+  // rank 0 allocates the whole window (one mapping: page-aligned); the
+  // others map it
+  const std::size_t bytes = (static_cast<std::size_t>(ranks_) + 1) * stride_ * sizeof(float);
+  void* own = nullptr;
+  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(group.rank() == 0 ? bytes : 0), sizeof(float),
+                                   MPI_INFO_NULL, group.comm(), &own, &window_);
+  if (rc != MPI_SUCCESS) fail("MPI_Win_allocate_shared", rc);
+  MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN);
+  MPI_Aint size = 0;
+  int unit = 0;
+  if ((rc = MPI_Win_shared_query(window_, 0, &size, &unit, &base_)) != MPI_SUCCESS) fail("MPI_Win_shared_query", rc);
+  if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, window_)) != MPI_SUCCESS) fail("MPI_Win_lock_all", rc);
+}
+
+SharedBlocks::~SharedBlocks() {
+  // MPI_Win_free waits for every rank. A rank unwinding an exception ends
+  // the job through RankGroup::abort (mpi.hpp, "Failure"): it leaves the
+  // window to the job's end rather than wait for ranks that never come.
+  if (window_ == MPI_WIN_NULL || std::uncaught_exceptions() > 0) return;
+  MPI_Win_unlock_all(window_);
+  MPI_Win_free(&window_);
+}
+
+void SharedBlocks::sync() const { MPI_Win_sync(window_); }
+
+}  // namespace vkblr::mpi
