@@ -31,11 +31,12 @@
 //
 // Exchange (RankGroupOptions::exchange): when every rank is on one host,
 // DistributedTrainer's blocks meet in one MPI shared-memory window
-// (SharedBlocks): where the device imports host memory, graph A writes
-// each rank's gradients straight into its input there and graph B reads
-// the sums from the window's result; between the two, each rank sums its
+// (SharedBlocks) that every rank's device imports: graph A writes each
+// rank's gradients straight into its input there and graph B reads the
+// sums from the window's result; between the two, each rank sums its
 // chunk of every rank's input in the order above (RankGroup::sum_shared,
-// a barrier before and after). Otherwise MPI messages
+// a barrier before and after). Otherwise (ranks on several hosts, or a
+// device that refuses that memory) MPI messages
 // (RankGroup::allreduce_sum): rank s receives chunk s of every rank
 // (MPI_Ialltoallv), sums it, and the summed chunks go to every rank
 // (MPI_Iallgatherv, in place). Both give the same bits. A rank's sums run
@@ -44,10 +45,8 @@
 //
 // Copies: device → block is one GPU copy per gradient buffer inside graph
 // A; block → device is one GPU copy per gradient buffer inside graph B.
-// With the shared-memory exchange and a device that imports host memory
-// (DistributedOptions::import_shared_blocks), those copies write this
-// rank's input in the window and read the result there: the host copies
-// nothing, it only sums.
+// With shared blocks those copies write this rank's input in the window
+// and read the result there: the host copies nothing, it only sums.
 //
 // Tokens: a global batch of T tokens is sliced in rank order (slice()):
 // rank s takes ⌊T/N⌋ tokens, one more when s < T mod N, after those of

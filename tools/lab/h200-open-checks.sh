@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# One device call (the `device` tool's H200) for the checks still open:
+#   1. the Catch2 suite under validation (the structure issue);
+#   2. vkblr-bench blr and train, this tree against a baseline build, runs
+#      alternated (within 2 % is the bar);
+#   3. the default vkblr-fit run of both builds: the same bytes;
+#   4. the gradient exchange of two ranks sharing the GPU (mpi_exchange_share
+#      with a 231 MB block, and vkblr-fit's 3584x1024 layer with sign
+#      training) through messages and through shared memory: times, the
+#      same bits;
+#   5. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
+#      uniform 1 bpw against --model-bpw 1 (total wall time, report rows).
+# Stages print their key figures on stdout (only 8 files come back) and
+# write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
+#
+# Here, before the call (both in the device preset, stripped):
+#   cmake --preset device && cmake --build --preset device -j2
+#   git worktree add /tmp/base <baseline commit>   # e.g. cedb8cb, before the structure issue
+#   (cd /tmp/base && cmake --preset device && cmake --build --preset device -j2 --target vkblr-bench vkblr-fit)
+#   mkdir -p .h200 && for t in vkblr-fit vkblr-bench vkblr-info; do strip -o .h200/$t build/device/tools/$t; done
+#   strip -o .h200/vkblr-tests build/device/tests/vkblr-tests
+#   strip -o .h200/vkblr-mpi-test-trainer build/device/tests/vkblr-mpi-test-trainer
+#   for t in vkblr-fit vkblr-bench; do strip -o .h200/base-$t /tmp/base/build/device/tools/$t; done
+#   gzip .h200/*
+# and carry [".h200", ".devkit/lib", ".devkit/debs", ".devkit/layers", ".devkit/mpi.tar.gz"]
+# (64 MiB in all). Stages: tools/lab/h200-open-checks.sh [stage...] (default all).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source tools/dev/device-env.sh
+B=.h200
+for f in $B/*.gz; do [ -e "${f%.gz}" ] || gunzip -k "$f"; done
+chmod +x $B/* 2>/dev/null
+export VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+log() { echo "== $* ($(date +%T))"; }
+stages=${*:-suite bench fit exchange manifest}
+want() { [[ " $stages " == *" $1 "* ]]; }
+
+$B/vkblr-info > "$OUT/info.txt" 2>&1
+head -3 "$OUT/info.txt"
+
+if want suite; then
+  log suite under validation
+  $B/vkblr-tests --reporter compact > /tmp/suite.log 2>&1
+  echo "rc $?"; tail -3 /tmp/suite.log; grep -E "FAILED|failed" /tmp/suite.log | head -20
+  cp /tmp/suite.log "$OUT/suite.log"
+fi
+
+if want bench; then
+  log bench: this tree vs the baseline, alternated
+  for pass in 1 2; do
+    for who in base this; do
+      bin=$B/vkblr-bench; [ $who = base ] && bin=$B/base-vkblr-bench
+      for what in blr train; do
+        $bin --json $what > /tmp/bench-$who-$what-$pass.json 2>/tmp/bench.err || tail -3 /tmp/bench.err
+      done
+    done
+  done
+  python3 - <<'PY' | tee "$OUT/bench.txt"
+import glob, json, statistics as st
+def load(who, what):
+    rows = {}
+    for f in sorted(glob.glob(f"/tmp/bench-{who}-{what}-*.json")):
+        for r in json.load(open(f)).get(what, []):
+            key = f"{r['m']}x{r['n']} r{r['r']} ntok {r['ntok']} P{r['paths']}"
+            ms = r.get("step_ms") if what == "blr" else r.get("gpu_ms", {}).get("median")
+            rows.setdefault(key, []).append(ms)
+    return rows
+for what in ("blr", "train"):
+    b, t = load("base", what), load("this", what)
+    for k in b:
+        if k in t and None not in b[k] + t[k]:
+            mb, mt = st.median(b[k]), st.median(t[k])
+            print(f"{what} {k}: base {mb:.4f} ms, this {mt:.4f} ms, {100 * (mt / mb - 1):+.2f} %")
+PY
+  cp /tmp/bench-*.json "$OUT/" 2>/dev/null; tar -C /tmp -czf "$OUT/bench.tgz" $(cd /tmp && ls bench-*.json) 2>/dev/null
+fi
+
+if want fit; then
+  log default vkblr-fit: this tree vs the baseline
+  $B/vkblr-fit --quiet --out /tmp/fit-this > /tmp/fit-this.log 2>&1; echo "this rc $?"
+  $B/base-vkblr-fit --quiet --out /tmp/fit-base > /tmp/fit-base.log 2>&1; echo "base rc $?"
+  for ext in safetensors svg; do
+    cmp /tmp/fit-this.$ext /tmp/fit-base.$ext && echo "same $ext bytes"
+  done
+  cp /tmp/fit-this.json "$OUT/fit-this.json"
+fi
+
+if want exchange; then
+  log exchange: two ranks sharing the GPU
+  mpirun -np 2 $B/vkblr-mpi-test-trainer --timing 57802752 2>&1 | grep -E "rank|sum" | tee "$OUT/exchange.txt"
+  for ex in messages shared; do
+    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --steps 300 --refit-sweeps 0 \
+      --sign-lr 0.02 --timing-barrier --out /tmp/mpi-$ex > /tmp/mpi-$ex.log 2>&1
+    echo "$ex rc $?"
+    python3 -c "import json,sys; t=json.load(open('/tmp/mpi-$ex.json'))['training']['parallel']['step_timing']; print('$ex', json.dumps(t))" \
+      | tee -a "$OUT/exchange.txt"
+  done
+  cmp /tmp/mpi-messages.safetensors /tmp/mpi-shared.safetensors && echo "same bits through either exchange"
+fi
+
+if want manifest; then
+  log manifest: 8 LLM layers, uniform 1 bpw vs --model-bpw 1
+  python3 tools/lab/llm_manifest.py --out /tmp/llm 2>&1 | tail -2
+  for job in uniform budget; do
+    extra=""; [ $job = budget ] && extra="--model-bpw 1"
+    t0=$(date +%s.%N)
+    $B/vkblr-fit --manifest /tmp/llm/$job.json $extra --out /tmp/llm-$job > /tmp/llm-$job.log 2>&1
+    echo "$job rc $? wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
+    tail -4 /tmp/llm-$job.log
+    cp /tmp/llm-$job.json "$OUT/llm-$job.json" 2>/dev/null
+  done
+fi
+log done
