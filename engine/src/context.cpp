@@ -15,6 +15,18 @@ namespace vkblr {
 namespace detail {
 namespace {
 
+// One extension's properties struct (sType `type`), read through
+// vkGetPhysicalDeviceProperties2.
+template <class Properties>
+Properties extension_properties(VkPhysicalDevice physical, VkStructureType type) {
+  Properties props{};
+  props.sType = type;
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &props;
+  vkGetPhysicalDeviceProperties2(physical, &p2);
+  return props;
+}
+
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
 std::string env(const char* name) {
@@ -195,11 +207,8 @@ static bool query_coopmat2(VkPhysicalDevice physical, Caps& c) {
       !f.cooperativeMatrixTensorAddressing || !f.cooperativeMatrixBlockLoads || !v12.bufferDeviceAddress) {
     return false;
   }
-  VkPhysicalDeviceCooperativeMatrix2PropertiesNV props{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  p2.pNext = &props;
-  vkGetPhysicalDeviceProperties2(physical, &p2);
+  const auto props = extension_properties<VkPhysicalDeviceCooperativeMatrix2PropertiesNV>(
+      physical, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV);
   c.coopmat2_max_workgroup_size = props.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
   c.coopmat2_max_dimension = props.cooperativeMatrixFlexibleDimensionsMaxDimension;
   c.coopmat2_reserved_shared_memory = props.cooperativeMatrixWorkgroupScopeReservedSharedMemory;
@@ -267,12 +276,9 @@ Caps query_caps(VkPhysicalDevice physical) {
   c.kernel_statistics = has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   c.host_memory_import = has_device_extension(physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   if (c.host_memory_import) {
-    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    p2.pNext = &host;
-    vkGetPhysicalDeviceProperties2(physical, &p2);
-    c.host_import_alignment = host.minImportedHostPointerAlignment;
+    c.host_import_alignment = extension_properties<VkPhysicalDeviceExternalMemoryHostPropertiesEXT>(
+                                  physical, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT)
+                                  .minImportedHostPointerAlignment;
     c.host_memory_import = c.host_import_alignment > 0;
   }
   // The loader hands out a non-null trampoline for this query even when the
