@@ -8,7 +8,8 @@
 #      with a 231 MB block, and vkblr-fit's 3584x1024 layer with sign
 #      training) through messages and through shared memory: times, the
 #      same bits;
-#   5. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
+#   5. the same on the 4096x14336 layer at 1 bpw (a 231 MB block);
+#   6. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
 #      uniform 1 bpw against --model-bpw 1 (total wall time, report rows).
 # Stages print their key figures on stdout (only 8 files come back) and
 # write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
@@ -34,7 +35,7 @@ export VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 log() { echo "== $* ($(date +%T))"; }
-stages=${*:-suite bench fit exchange manifest}
+stages=${*:-suite bench fit exchange exchange-big manifest}
 want() { [[ " $stages " == *" $1 "* ]]; }
 
 $B/vkblr-info > "$OUT/info.txt" 2>&1
@@ -98,6 +99,21 @@ if want exchange; then
       | tee -a "$OUT/exchange.txt"
   done
   cmp /tmp/mpi-messages.safetensors /tmp/mpi-shared.safetensors && echo "same bits through either exchange"
+fi
+
+if want exchange-big; then
+  log "exchange: the 4096x14336 layer at 1 bpw (231 MB block), two ranks sharing the GPU"
+  python3 tools/lab/fit_peer.py families --out /tmp/big --shape 4096x14336 --rank 1568 --family exponential \
+    --x-f16 2>&1 | tail -1
+  for ex in messages shared; do
+    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --weight /tmp/big/exponential.w.npy \
+      --activations /tmp/big/exponential.x.npy --tokens 32768 --held-out 4096 --bpw 1 --steps 100 --refit-sweeps 0 \
+      --sign-opt adam --sign-lr 0.02 --flip-budget 0 --timing-barrier --out /tmp/big-$ex > /tmp/big-$ex.log 2>&1
+    echo "$ex rc $?"; tail -2 /tmp/big-$ex.log
+    python3 -c "import json; t=json.load(open('/tmp/big-$ex.json'))['training']['parallel']['step_timing']; print('big $ex', json.dumps(t))" \
+      | tee -a "$OUT/exchange.txt"
+  done
+  cmp /tmp/big-messages.safetensors /tmp/big-shared.safetensors && echo "same bits through either exchange"
 fi
 
 if want manifest; then
