@@ -90,9 +90,9 @@ fi
 
 if want exchange; then
   log exchange: two ranks sharing the GPU
-  mpirun -np 2 $B/vkblr-mpi-test-trainer --timing 57802752 2>&1 | grep -E "rank|sum" | tee "$OUT/exchange.txt"
+  mpirun -np 2 --bind-to none $B/vkblr-mpi-test-trainer --timing 57802752 2>&1 | grep -E "rank|sum" | tee "$OUT/exchange.txt"
   for ex in messages shared; do
-    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --steps 300 --refit-sweeps 0 \
+    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 --bind-to none -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --steps 300 --refit-sweeps 0 \
       --sign-lr 0.02 --timing-barrier --out /tmp/mpi-$ex > /tmp/mpi-$ex.log 2>&1
     echo "$ex rc $?"
     python3 -c "import json,sys; t=json.load(open('/tmp/mpi-$ex.json'))['training']['parallel']['step_timing']; print('$ex', json.dumps(t))" \
@@ -106,7 +106,7 @@ if want exchange-big; then
   python3 tools/lab/fit_peer.py families --out /tmp/big --shape 4096x14336 --rank 1568 --family exponential \
     --x-f16 2>&1 | tail -1
   for ex in messages shared; do
-    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --weight /tmp/big/exponential.w.npy \
+    VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 --bind-to none -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --weight /tmp/big/exponential.w.npy \
       --activations /tmp/big/exponential.x.npy --tokens 32768 --held-out 4096 --bpw 1 --steps 100 --refit-sweeps 0 \
       --sign-opt adam --sign-lr 0.02 --flip-budget 0 --timing-barrier --out /tmp/big-$ex > /tmp/big-$ex.log 2>&1
     echo "$ex rc $?"; tail -2 /tmp/big-$ex.log

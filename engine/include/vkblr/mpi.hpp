@@ -121,8 +121,9 @@ struct RankGroupOptions {
   // The same on every rank (the constructor checks: Error on every rank).
   Exchange exchange = Exchange::automatic;
   // Threads of this rank's sums in allreduce_sum and sum_shared (the
-  // calling one included); 0: the host's hardware threads over its ranks,
-  // 1 to 8.
+  // calling one included); 0: 1 to 8, the cores this rank may run on, or
+  // its share of the host's when it may run on all (mpirun binds each rank
+  // to one core unless given --bind-to none or --map-by ...:PE=k).
   unsigned sum_threads = 0;
 };
 

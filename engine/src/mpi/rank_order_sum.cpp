@@ -1,5 +1,7 @@
 #include "rank_order_sum.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <thread>
 #include <vector>
@@ -38,7 +40,13 @@ void sum_in_rank_order(std::span<const float* const> inputs, float* out, std::si
 unsigned sum_threads_for(unsigned requested, int ranks_on_host) {
   if (requested > 0) return requested;
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp(hardware / static_cast<unsigned>(std::max(ranks_on_host, 1)), 1u, 8u);
+  unsigned usable = hardware;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) usable = static_cast<unsigned>(std::max(CPU_COUNT(&set), 1));
+  // a rank bound to some cores (mpirun's default: one) has them to itself;
+  // one that may run anywhere shares the host's with its other ranks
+  const unsigned mine = usable < hardware ? usable : usable / static_cast<unsigned>(std::max(ranks_on_host, 1));
+  return std::clamp(mine, 1u, 8u);
 }
 
 }  // namespace vkblr::mpi::detail

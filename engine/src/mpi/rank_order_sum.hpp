@@ -15,9 +15,10 @@ namespace vkblr::mpi::detail {
 // the bits never depend on the thread count.
 void sum_in_rank_order(std::span<const float* const> inputs, float* out, std::size_t count, unsigned threads);
 
-// Threads for the sum on a host that `ranks_on_host` ranks share: the
-// host's hardware threads divided among them, 1 to 8. `requested` > 0
-// overrides.
+// Threads for the sum, 1 to 8: the cores this rank may run on (its CPU
+// affinity; mpirun binds a rank to one core unless told otherwise), or,
+// when it may run on all of the host's, their share among the host's
+// `ranks_on_host` ranks. `requested` > 0 overrides.
 unsigned sum_threads_for(unsigned requested, int ranks_on_host);
 
 }  // namespace vkblr::mpi::detail
