@@ -254,6 +254,13 @@ class SharedBlocks {
   SharedBlocks(const SharedBlocks&) = delete;
   SharedBlocks& operator=(const SharedBlocks&) = delete;
 
+  // Why this host cannot hold the window of `ranks` inputs and a result of
+  // `floats` floats each ("" where it can, as far as this rank can tell):
+  // Open MPI backs it with a file in /dev/shm, which containers often
+  // keep small (64 MiB under Docker's default), and it fails the window
+  // when the file does not fit. Not collective.
+  static std::string lack_of_room(std::size_t floats, int ranks);
+
   std::size_t floats() const noexcept { return floats_; }
   std::size_t padded_bytes() const noexcept { return stride_ * sizeof(float); }
   float* input(int rank) const noexcept { return base_ + static_cast<std::size_t>(rank) * stride_; }

@@ -86,6 +86,16 @@ DistributedTrainer::DistributedTrainer(RankGroup& group, Context& ctx, const Blr
 // ranks exchange messages).
 void DistributedTrainer::share_blocks() {
   const GradientBlock& block = trainer_.gradient_block();
+  // every rank alike: a note of the first rank that refuses, or none
+  auto first_refusal = [&](const std::string& mine, std::string_view what) {
+    const std::vector<std::string> all = group_.allgather_strings(mine, what);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      if (!all[r].empty()) return std::format("rank {}: {}", r, all[r]);
+    }
+    return std::string();
+  };
+  shared_note_ = first_refusal(SharedBlocks::lack_of_room(block.floats, group_.size()), "room for the shared blocks");
+  if (!shared_note_.empty()) return;
   auto blocks = std::make_unique<SharedBlocks>(group_, block.floats, "gradient blocks");  // collective
   const std::uint64_t bytes = std::uint64_t{block.floats} * 4;
   std::string refusal;
@@ -95,14 +105,11 @@ void DistributedTrainer::share_blocks() {
   } catch (const Error& e) {
     refusal = e.what();
   }
-  const std::vector<std::string> refusals = group_.allgather_strings(refusal, "importing the shared blocks");
-  for (std::size_t r = 0; r < refusals.size(); ++r) {
-    if (!refusals[r].empty()) {
-      shared_note_ = std::format("rank {}: {}", r, refusals[r]);
-      shared_input_ = Buffer();
-      shared_result_ = Buffer();
-      return;  // the blocks go (every rank alike)
-    }
+  shared_note_ = first_refusal(refusal, "importing the shared blocks");
+  if (!shared_note_.empty()) {
+    shared_input_ = Buffer();
+    shared_result_ = Buffer();
+    return;  // the blocks go (every rank alike)
   }
   input_view_ = shared_input_.view(0, bytes);
   result_view_ = shared_result_.view(0, bytes);

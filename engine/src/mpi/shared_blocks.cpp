@@ -1,5 +1,7 @@
 // vkblr::mpi::SharedBlocks: the MPI shared-memory window of the
 // shared-memory exchange.
+#include <sys/statvfs.h>
+
 #include <exception>
 #include <format>
 
@@ -36,6 +38,17 @@ SharedBlocks::SharedBlocks(RankGroup& group, std::size_t floats, std::string_vie
   int unit = 0;
   if ((rc = MPI_Win_shared_query(window_, 0, &size, &unit, &base_)) != MPI_SUCCESS) fail("MPI_Win_shared_query", rc);
   if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, window_)) != MPI_SUCCESS) fail("MPI_Win_lock_all", rc);
+}
+
+std::string SharedBlocks::lack_of_room(std::size_t floats, int ranks) {
+  const std::size_t stride = (floats + kPageFloats - 1) / kPageFloats * kPageFloats;
+  const std::size_t bytes = (static_cast<std::size_t>(ranks) + 1) * stride * sizeof(float);
+  struct statvfs fs {};
+  if (statvfs("/dev/shm", &fs) != 0) return {};  // elsewhere: MPI decides
+  const std::size_t free = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
+  if (free >= bytes) return {};
+  return std::format("/dev/shm has {} MiB free, the shared blocks need {} MiB (a container's --shm-size raises it)",
+                     free >> 20, (bytes + (1u << 20) - 1) >> 20);
 }
 
 SharedBlocks::~SharedBlocks() {
