@@ -82,8 +82,9 @@ DistributedTrainer::DistributedTrainer(RankGroup& group, Context& ctx, const Blr
   check_agreement();
 }
 
-// The shared blocks, when every rank's device imports them; else none (the
-// ranks exchange messages).
+// The shared blocks, when /dev/shm has room for them and every rank's
+// device imports them; else none (the ranks exchange messages) and a note
+// of why.
 void DistributedTrainer::share_blocks() {
   const GradientBlock& block = trainer_.gradient_block();
   // every rank alike: a note of the first rank that refuses, or none
