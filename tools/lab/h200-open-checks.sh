@@ -39,7 +39,8 @@ stages=${*:-suite bench fit exchange exchange-big manifest}
 want() { [[ " $stages " == *" $1 "* ]]; }
 
 $B/vkblr-info > "$OUT/info.txt" 2>&1
-head -3 "$OUT/info.txt"
+head -3 "$OUT/info.txt"; grep "host memory" "$OUT/info.txt"
+df -h /dev/shm | tail -1   # the shared-memory exchange's window lives there
 
 if want suite; then
   log suite under validation
