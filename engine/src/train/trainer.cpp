@@ -47,9 +47,7 @@ struct BlrTrainer::Impl {
   std::uint32_t applied = 0, skipped = 0;
   // split steps: the block, its layout, graph B, accumulate() calls since
   // the last apply()
-  Buffer block;
-  Buffer* out_block = &block;  // graph A writes, accumulate() adds the loss partials
-  Buffer* in_block = &block;   // graph B and apply() read
+  Buffer block;  // the trainer's own: layout.buffer and .summed, unless use_external_blocks
   GradientBlock layout;
   Graph apply_graph;
   std::uint32_t pending = 0;
@@ -141,9 +139,9 @@ struct BlrTrainer::Impl {
   void record_block_copies(Recorder& rec, bool to_block) {
     auto copy = [&](const Buffer& gradient, std::uint32_t offset, std::uint64_t floats) {
       if (to_block) {
-        rec.copy(gradient, *out_block, floats * 4, 0, std::uint64_t{offset} * 4);
+        rec.copy(gradient, *layout.buffer, floats * 4, 0, std::uint64_t{offset} * 4);
       } else {
-        rec.copy(*in_block, gradient, floats * 4, std::uint64_t{offset} * 4, 0);
+        rec.copy(*layout.summed, gradient, floats * 4, std::uint64_t{offset} * 4, 0);
       }
     };
     copy(layer.scale_grads, layout.scales, layer.scale_count);
@@ -325,7 +323,7 @@ double BlrTrainer::accumulate(std::size_t batch) {
     s.train_graphs[batch] = s.record_train(*b.x, *b.target, b.input);
   }
   s.train_graphs[batch].run();
-  Buffer& out = *s.out_block;
+  Buffer& out = *s.layout.buffer;
   out.invalidate();
   // the loss partials of the step so far, in f32 in call order
   float partials[GradientBlock::kLossPartials];
@@ -347,11 +345,11 @@ StepResult BlrTrainer::apply(float sign_lr, float scale_lr) {
   require(s.pending > 0, "BlrTrainer::apply: no accumulate() since the last step");
   Impl::check_rates("BlrTrainer::apply", sign_lr, scale_lr);
   const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
-  s.in_block->flush();
+  s.layout.summed->flush();
   if (s.config.record_every_step) s.apply_graph = s.record_apply();
   s.apply_graph.run();
   s.pending = 0;
-  const auto* loss = static_cast<const float*>(s.in_block->mapped()) + s.layout.loss;
+  const auto* loss = static_cast<const float*>(s.layout.summed->mapped()) + s.layout.loss;
   double sq = 0;
   for (std::uint32_t i = 0; i < GradientBlock::kLossPartials; ++i) sq += loss[i];
   return s.finish_step(t, sq);
@@ -373,8 +371,6 @@ void BlrTrainer::use_external_blocks(Buffer& out, Buffer& in) {
     require(b->mapped() != nullptr && b->size() == bytes, "{}: a buffer of {} bytes{} for a block of {} bytes", op,
             b->size(), b->mapped() != nullptr ? "" : ", not host-visible", bytes);
   }
-  s.out_block = &out;
-  s.in_block = &in;
   s.layout.buffer = &out;
   s.layout.summed = &in;
   s.apply_graph = s.record_apply();  // before the own block goes: the old graph B copies from it
