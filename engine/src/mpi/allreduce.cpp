@@ -23,11 +23,11 @@ void RankGroup::allreduce_sum(std::span<float> values, std::string_view what) {
 
 void RankGroup::sum_by_messages(std::span<float> values, std::string_view what) {
   const auto n = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
-  const std::size_t base = values.size() / n, extra = values.size() % n;
   std::vector<int> counts(n), displs(n);
   for (std::size_t s = 0; s < n; ++s) {
-    counts[s] = static_cast<int>(base + (s < extra ? 1 : 0));
-    displs[s] = static_cast<int>(s * base + std::min(s, extra));
+    const detail::Chunk c = detail::chunk_of(values.size(), s, n);
+    counts[s] = static_cast<int>(c.count);
+    displs[s] = static_cast<int>(c.first);
   }
   const auto mine = static_cast<std::size_t>(counts[me]);
   // chunk `me` of every rank, rank r's at r·mine
@@ -57,15 +57,14 @@ void RankGroup::sum_by_messages(std::span<float> values, std::string_view what) 
 void RankGroup::sum_shared(const SharedBlocks& blocks, std::string_view what) {
   require(exchange_ == Exchange::shared_memory, "vkblr::mpi::sum_shared ({}): the group exchanges through {}", what,
           to_string(exchange_));
-  const auto n = static_cast<std::size_t>(size_), me = static_cast<std::size_t>(rank_);
-  const std::size_t floats = blocks.floats(), base = floats / n, extra = floats % n;
-  const std::size_t first = me * base + std::min(me, extra), count = base + (me < extra ? 1 : 0);
+  const auto n = static_cast<std::size_t>(size_);
+  const detail::Chunk mine = detail::chunk_of(blocks.floats(), static_cast<std::size_t>(rank_), n);
   blocks.sync();
   barrier(what);
   blocks.sync();
   std::vector<const float*> inputs(n);
-  for (std::size_t r = 0; r < n; ++r) inputs[r] = blocks.input(static_cast<int>(r)) + first;
-  detail::sum_in_rank_order(inputs, blocks.result() + first, count, sum_threads_);
+  for (std::size_t r = 0; r < n; ++r) inputs[r] = blocks.input(static_cast<int>(r)) + mine.first;
+  detail::sum_in_rank_order(inputs, blocks.result() + mine.first, mine.count, sum_threads_);
   blocks.sync();
   barrier(what);
   blocks.sync();

@@ -123,10 +123,10 @@ std::string RankGroup::device() const {
 }
 
 TokenSlice RankGroup::slice(std::uint32_t total) const {
-  const auto n = static_cast<std::uint32_t>(size_), s = static_cast<std::uint32_t>(rank_);
+  const auto n = static_cast<std::uint32_t>(size_);
   require(total >= n, "vkblr::mpi: a batch of {} tokens over {} ranks (each rank needs a token)", total, n);
-  const std::uint32_t base = total / n, extra = total % n;
-  return {s * base + std::min(s, extra), base + (s < extra ? 1u : 0u)};
+  const detail::Chunk c = detail::chunk_of(total, static_cast<std::size_t>(rank_), n);
+  return {static_cast<std::uint32_t>(c.first), static_cast<std::uint32_t>(c.count)};
 }
 
 void RankGroup::abort(std::string_view message, int code) const {

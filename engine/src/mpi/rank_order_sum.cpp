@@ -22,6 +22,11 @@ void sum_range(std::span<const float* const> inputs, float* out, std::size_t beg
 
 }  // namespace
 
+Chunk chunk_of(std::size_t total, std::size_t rank, std::size_t ranks) {
+  const std::size_t base = total / ranks, extra = total % ranks;
+  return {rank * base + std::min(rank, extra), base + (rank < extra ? 1 : 0)};
+}
+
 void sum_in_rank_order(std::span<const float* const> inputs, float* out, std::size_t count, unsigned threads) {
   if (inputs.empty() || count == 0) return;
   const std::size_t parts =

@@ -7,6 +7,15 @@
 
 namespace vkblr::mpi::detail {
 
+// Rank `rank`'s share of `total` items over `ranks` ranks: ⌊total/ranks⌋
+// items, one more when rank < total mod ranks, after those of the ranks
+// before it. The one rule for token slices and for the chunks each rank
+// sums.
+struct Chunk {
+  std::size_t first = 0, count = 0;
+};
+Chunk chunk_of(std::size_t total, std::size_t rank, std::size_t ranks);
+
 // out[i] = ((0 + inputs[0][i]) + inputs[1][i]) + ... + inputs[N−1][i] in
 // f32 for i < count (inputs: one pointer per rank, in rank order, each to
 // `count` floats; out may be one of them). The index range is split over

@@ -13,10 +13,18 @@ namespace {
 
 constexpr std::size_t kPageFloats = 1024;  // 4 KiB
 
+// Floats from one block to the next: whole pages.
+std::size_t stride_of(std::size_t floats) { return (floats + kPageFloats - 1) / kPageFloats * kPageFloats; }
+
+// The window: `ranks` inputs and the result.
+std::size_t window_bytes(std::size_t floats, int ranks) {
+  return (static_cast<std::size_t>(ranks) + 1) * stride_of(floats) * sizeof(float);
+}
+
 }  // namespace
 
 SharedBlocks::SharedBlocks(RankGroup& group, std::size_t floats, std::string_view what)
-    : floats_(floats), stride_((floats + kPageFloats - 1) / kPageFloats * kPageFloats), ranks_(group.size()) {
+    : floats_(floats), stride_(stride_of(floats)), ranks_(group.size()) {
   require(group.exchange() == Exchange::shared_memory,
           "vkblr::mpi::SharedBlocks ({}): the group exchanges through {}, not shared memory", what,
           to_string(group.exchange()));
@@ -28,7 +36,7 @@ SharedBlocks::SharedBlocks(RankGroup& group, std::size_t floats, std::string_vie
   };
   // rank 0 allocates the whole window (one mapping: page-aligned); the
   // others map it
-  const std::size_t bytes = (static_cast<std::size_t>(ranks_) + 1) * stride_ * sizeof(float);
+  const std::size_t bytes = window_bytes(floats, ranks_);
   void* own = nullptr;
   int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(group.rank() == 0 ? bytes : 0), sizeof(float),
                                    MPI_INFO_NULL, group.comm(), &own, &window_);
@@ -41,8 +49,7 @@ SharedBlocks::SharedBlocks(RankGroup& group, std::size_t floats, std::string_vie
 }
 
 std::string SharedBlocks::lack_of_room(std::size_t floats, int ranks) {
-  const std::size_t stride = (floats + kPageFloats - 1) / kPageFloats * kPageFloats;
-  const std::size_t bytes = (static_cast<std::size_t>(ranks) + 1) * stride * sizeof(float);
+  const std::size_t bytes = window_bytes(floats, ranks);
   struct statvfs fs {};
   if (statvfs("/dev/shm", &fs) != 0) return {};  // elsewhere: MPI decides
   const std::size_t free = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
