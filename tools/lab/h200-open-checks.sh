@@ -123,9 +123,10 @@ if want manifest; then
   for job in uniform budget; do
     extra=""; [ $job = budget ] && extra="--model-bpw 1"
     t0=$(date +%s.%N)
-    $B/vkblr-fit --manifest /tmp/llm/$job.json $extra --out /tmp/llm-$job > /tmp/llm-$job.log 2>&1
+    # the log goes straight to $OUT: a run the call's limit cuts off keeps its progress
+    $B/vkblr-fit --manifest /tmp/llm/$job.json $extra --out /tmp/llm-$job > "$OUT/llm-$job.log" 2>&1
     echo "$job rc $? wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
-    tail -4 /tmp/llm-$job.log
+    tail -4 "$OUT/llm-$job.log"
     cp /tmp/llm-$job.json "$OUT/llm-$job.json" 2>/dev/null
   done
 fi
