@@ -11,6 +11,8 @@
 #   5. the same on the 4096x14336 layer at 1 bpw (a 231 MB block);
 #   6. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
 #      uniform 1 bpw against --model-bpw 1 (total wall time, report rows).
+# MANIFEST_JOBS picks the manifest stage's jobs and their order (default
+# "uniform budget").
 # Stages print their key figures on stdout (only 8 files come back) and
 # write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
 #
@@ -120,7 +122,7 @@ fi
 if want manifest; then
   log manifest: 8 LLM layers, uniform 1 bpw vs --model-bpw 1
   python3 tools/lab/llm_manifest.py --out /tmp/llm 2>&1 | tail -2
-  for job in uniform budget; do
+  for job in ${MANIFEST_JOBS:-uniform budget}; do
     extra=""; [ $job = budget ] && extra="--model-bpw 1"
     t0=$(date +%s.%N)
     # the log goes straight to $OUT: a run the call's limit cuts off keeps its progress
