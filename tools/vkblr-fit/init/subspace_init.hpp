@@ -41,12 +41,10 @@
 // passes of O(m·r) each (a field is a dot product with Bᵀ·s, kept
 // current; the zero-temperature sweeps stop early). A weight that is not
 // close to a blr layer yields nothing, and the search stops after
-// `patience` fruitless starts: measured 2026-12-02 (2 busy cores) 0.8 s per
-// path at 512×512 rank 96, about 21 s per path at 3584×1024 rank 352
-// (Dual-SVID: 3.5 s), so the init is opt-in (vkblr-fit --init). A planted
-// 128×96 layer of rank 32 is recovered in about 0.5 s. The search reaches
-// planted columns at rank 32 but not at rank 64 or 96
-// (docs/sign-optimizer.md, "Subspace init").
+// `patience` fruitless starts. That costs several times Dual-SVID's init
+// on a weight that is not a blr layer, so the init is opt-in (vkblr-fit
+// --init). The search reaches planted columns at rank 32 but not at rank
+// 64 or 96; figures in docs/sign-optimizer.md, "Subspace init".
 #pragma once
 
 #include <cstdint>
