@@ -46,9 +46,8 @@ df -h /dev/shm | tail -1   # the shared-memory exchange's window lives there
 
 if want suite; then
   log suite under validation
-  $B/vkblr-tests --reporter compact > /tmp/suite.log 2>&1
-  echo "rc $?"; tail -3 /tmp/suite.log; grep -E "FAILED|failed" /tmp/suite.log | head -20
-  cp /tmp/suite.log "$OUT/suite.log"
+  $B/vkblr-tests --reporter compact > "$OUT/suite.log" 2>&1
+  echo "rc $?"; tail -3 "$OUT/suite.log"; grep -E "FAILED|failed" "$OUT/suite.log" | head -20
 fi
 
 if want bench; then
