@@ -77,7 +77,7 @@ for what in ("blr", "train"):
             mb, mt = st.median(b[k]), st.median(t[k])
             print(f"{what} {k}: base {mb:.4f} ms, this {mt:.4f} ms, {100 * (mt / mb - 1):+.2f} %")
 PY
-  cp /tmp/bench-*.json "$OUT/" 2>/dev/null; tar -C /tmp -czf "$OUT/bench.tgz" $(cd /tmp && ls bench-*.json) 2>/dev/null
+  tar -C /tmp -czf "$OUT/bench.tgz" $(cd /tmp && ls bench-*.json) 2>/dev/null
 fi
 
 if want fit; then
