@@ -16,14 +16,17 @@
 # Stages print their key figures on stdout (only 8 files come back) and
 # write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
 #
-# Here, before the call (both in the device preset, stripped):
-#   cmake --preset device && cmake --build --preset device -j2
-#   git worktree add /tmp/base <baseline commit>   # e.g. cedb8cb, before the structure issue
-#   (cd /tmp/base && cmake --preset device && cmake --build --preset device -j2 --target vkblr-bench vkblr-fit)
+# Here, before the call (both in the device preset, stripped). The builds
+# run in the dev root, which sees only this repository: the baseline's
+# worktree goes under build/ (git-ignored).
+#   tools/dev/devenv.sh run -- sh -c 'cmake --preset device && cmake --build --preset device -j2'
+#   git worktree add build/base-src <baseline commit>   # e.g. cedb8cb, before the structure issue
+#   (cd build/base-src && ../../tools/dev/devenv.sh run -- sh -c \
+#     'cmake --preset device && cmake --build --preset device -j2 --target vkblr-bench vkblr-fit')
 #   mkdir -p .h200 && for t in vkblr-fit vkblr-bench vkblr-info; do strip -o .h200/$t build/device/tools/$t; done
 #   strip -o .h200/vkblr-tests build/device/tests/vkblr-tests
 #   strip -o .h200/vkblr-mpi-test-trainer build/device/tests/vkblr-mpi-test-trainer
-#   for t in vkblr-fit vkblr-bench; do strip -o .h200/base-$t /tmp/base/build/device/tools/$t; done
+#   for t in vkblr-fit vkblr-bench; do strip -o .h200/base-$t build/base-src/build/device/tools/$t; done
 #   gzip .h200/*
 #   tar -C .devkit -czf .devkit/layers.tgz layers   # the validation layer: 27 MB, 8 MB packed
 # and carry [".h200", ".devkit/lib", ".devkit/debs", ".devkit/layers.tgz", ".devkit/mpi.tar.gz"]
