@@ -5,6 +5,7 @@
 // search; fixed layers keep their ranks; bounds and bad curves are refused.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
 #include <cmath>
 #include <format>
 #include <limits>
@@ -273,10 +274,126 @@ TEST_CASE("rank allocation: bounds and bad curves are refused, naming the values
   const fit::ModelBudget budget = fit::model_budget(layers, most);
   REQUIRE(budget.rank_limits[0] == 128);
   using Curves = std::vector<std::vector<double>>;
-  CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{0.5, 0.4, 0.3}, {}}); }),
-             ContainsSubstring("layer 0's curve has 3 points; ranks 32 to 128 are 4"));
+  CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{0.5, 0.4, 0.3, 0.2, 0.1}, {}}); }),
+             ContainsSubstring("layer 0's curve has 5 points; ranks 32 to 128 are 4"));
+  CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{}, {}}); }),
+             ContainsSubstring("layer 0's curve has 0 points"));
+  // measure must give what it is asked for
+  const auto asked_wrong = [&](std::size_t extra) {
+    return vkt::error_of([&] {
+      fit::allocate_ranks_in_rounds(layers, budget, [&](std::span<const fit::CurveRequest> requests) {
+        Curves out;
+        for (const fit::CurveRequest& q : requests) out.emplace_back(q.rank / 32 + extra, 0.5);
+        return out;
+      });
+    });
+  };
+  CHECK_THAT(asked_wrong(1), ContainsSubstring("layer 0's curve to rank 128 has 5 points"));
+  CHECK_THAT(vkt::error_of([&] {
+               fit::allocate_ranks_in_rounds(layers, budget, [](std::span<const fit::CurveRequest>) { return Curves{}; });
+             }),
+             ContainsSubstring("0 curves measured for 1 asked"));
   CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{0.5, 0.4, std::nan(""), 0.3}, {}}); }),
              ContainsSubstring("layer 0's curve has nan"));
   CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{0.5, 0.4, 0.3, 0.2}}); }),
              ContainsSubstring("2 layers, 1 curves"));
+}
+
+TEST_CASE("rank allocation in rounds: curves measured as far as the greedy reads them give the same ranks",
+          "[fit][allocation]") {
+  std::mt19937_64 rng(23);
+  const std::vector<fit::BudgetLayer> layers = {sized(1024, 512),
+                                                sized(512, 1024),
+                                                sized(768, 768),
+                                                sized(2048, 256, 1),
+                                                sized(640, 384, 3, fit::ScaleDtype::f32),
+                                                {{512, 512, 96, 2}, fit::ScaleDtype::f16, true},  // fixed
+                                                sized(256, 192)};
+  std::vector<std::uint32_t> least, most;
+  for (const fit::BudgetLayer& l : layers) {
+    least.push_back(l.fixed ? l.shape.rank : 32);
+    most.push_back(l.fixed ? l.shape.rank : fit::max_useful_rank(l.shape.m, l.shape.n));
+  }
+  std::uint32_t extended = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const double lo = bpw_of(layers, least), hi = bpw_of(layers, most);
+    const double b = trial == 0 ? lo : trial == 1 ? hi : lo + (hi - lo) * std::uniform_real_distribution<>(0, 0.5)(rng);
+    INFO("trial " << trial << " B " << b);
+    const fit::ModelBudget budget = fit::model_budget(layers, b);
+    // whole curves to the limits, some of them flat or rising in places
+    std::vector<std::vector<double>> whole;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      whole.push_back(layers[i].fixed ? std::vector<double>{} : random_curve(rng, budget.rank_limits[i]));
+    }
+    const fit::RankAllocation want = fit::allocate_ranks(layers, budget, whole);
+    REQUIRE(want.short_curves.empty());
+
+    std::vector<std::uint32_t> asked_to(layers.size(), 0);
+    const fit::RoundsAllocation got =
+        fit::allocate_ranks_in_rounds(layers, budget, [&](std::span<const fit::CurveRequest> requests) {
+          std::vector<std::vector<double>> out;
+          for (const fit::CurveRequest& q : requests) {
+            INFO("layer " << q.layer << " to rank " << q.rank);
+            REQUIRE(!layers[q.layer].fixed);
+            REQUIRE(q.rank % 32 == 0);
+            REQUIRE(q.rank <= budget.rank_limits[q.layer]);
+            CHECK(q.rank > asked_to[q.layer]);  // each curve asked for once at each length, longer each time
+            if (asked_to[q.layer] == 0) CHECK(q.rank == fit::first_curve_rank(layers, budget, q.layer));
+            asked_to[q.layer] = q.rank;
+            out.emplace_back(whole[q.layer].begin(), whole[q.layer].begin() + q.rank / 32);
+          }
+          return out;
+        });
+    CHECK(got.allocation.ranks == want.ranks);
+    CHECK(got.allocation.bits == want.bits);
+    CHECK(got.allocation.steps == want.steps);
+    CHECK(got.allocation.short_curves.empty());
+    check_budget_met(layers, budget, got.allocation);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      INFO("layer " << i);
+      if (layers[i].fixed) {
+        CHECK(got.curves[i].empty());
+        continue;
+      }
+      // what the report holds: a prefix of the whole curve, to the rank given or past it
+      CHECK(got.curves[i].size() * 32 == asked_to[i]);
+      CHECK(std::equal(got.curves[i].begin(), got.curves[i].end(), whole[i].begin()));
+      CHECK(got.allocation.ranks[i] <= asked_to[i]);
+    }
+    extended += got.rounds > 1 ? 1 : 0;
+  }
+  CHECK(extended > 0);  // some trials needed longer curves
+}
+
+TEST_CASE("rank allocation: a curve that ends where a step fits stops the greedy; the first curve's rank",
+          "[fit][allocation]") {
+  const std::vector<fit::BudgetLayer> layers = {sized(256, 256), sized(256, 256)};
+  // room for rank 96 + rank 96
+  const fit::ModelBudget budget = fit::model_budget(layers, bpw_of(layers, {96, 96}));
+  REQUIRE(budget.rank_limits == std::vector<std::uint32_t>{160, 160});
+  // each layer's share is rank 96: its first curve goes to 1.5·96 = 144, rounded up to 160
+  CHECK(fit::first_curve_rank(layers, budget, 0) == 160);
+  // layer 0 falls fast, layer 1 slowly: layer 0 takes steps until its curve ends at 64
+  using Curves = std::vector<std::vector<double>>;
+  const fit::RankAllocation a = fit::allocate_ranks(layers, budget, Curves{{0.9, 0.5}, {0.9, 0.85, 0.8}});
+  CHECK(a.short_curves == std::vector<std::size_t>{0});
+  CHECK(a.ranks == std::vector<std::uint32_t>{64, 32});
+  // both at the ends of their curves: both named
+  const fit::RankAllocation both = fit::allocate_ranks(layers, budget, Curves{{0.9}, {0.9}});
+  CHECK(both.short_curves == std::vector<std::size_t>{0, 1});
+  CHECK(both.steps == 0);
+  // a small share: at least one step to weigh (rank 32 fits the share, 1.5·32 is rounded up)
+  const fit::ModelBudget low = fit::model_budget(layers, bpw_of(layers, {32, 64}));
+  REQUIRE(low.rank_limits[1] == 64);
+  CHECK(fit::first_curve_rank(layers, low, 1) == 64);
+  // the fixed layers' bits are not the sized layers' share: each of four
+  // gets rank 64's bits, 1.5·64 = 96 (with the fixed layer's bits in the
+  // mean, rank 96's, 144 → 160)
+  std::vector<fit::BudgetLayer> with_fixed(4, sized(256, 256));
+  with_fixed.push_back({{256, 256, 256, 2}, fit::ScaleDtype::f16, true});
+  const fit::ModelBudget fixed_budget = fit::model_budget(with_fixed, bpw_of(with_fixed, {64, 64, 64, 64, 256}));
+  REQUIRE(fixed_budget.rank_limits[0] == 160);
+  CHECK(fit::first_curve_rank(with_fixed, fixed_budget, 0) == 96);
+  CHECK_THAT(vkt::error_of([&] { fit::first_curve_rank(with_fixed, fixed_budget, 4); }),
+             ContainsSubstring("layer 4 of 5 is not one the budget sizes"));
 }

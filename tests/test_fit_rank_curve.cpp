@@ -1,8 +1,8 @@
 // vkblr-fit --model-bpw's error-vs-rank curve on the device
 // (rank_curve.hpp): the point at rank r is the held-out output error of the
 // Dual-SVID init of P·r/32 paths of rank 32, scales as stored, against a
-// host reference in f64; the same bits run after run; shapes that do not
-// fit are refused.
+// host reference in f64; the same bits run after run, a shorter curve the
+// beginning of a longer one; shapes that do not fit are refused.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -84,6 +84,9 @@ GPU_TEST("rank curve: rank r's point is the held-out error of the Dual-SVID init
     CHECK(curve[2] < curve[1]);
     // the same bits run after run
     CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 96, paths}, fit::ScaleDtype::f16, 9) == curve);
+    // a shorter curve is its beginning, bit for bit (the allocation's rounds rely on it)
+    CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, paths}, fit::ScaleDtype::f16, 9) ==
+          std::vector<double>(curve.begin(), curve.begin() + 2));
   }
   // f32 scales are not rounded: another curve
   CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, 2}, fit::ScaleDtype::f32, 9) !=

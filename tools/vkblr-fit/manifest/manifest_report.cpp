@@ -41,6 +41,7 @@ nlohmann::json to_json(const ModelAllocationSummary& s) {
           {"layers_by_budget", s.by_budget},
           {"layers_by_manifest", s.by_manifest},
           {"steps", s.allocation.steps},
+          {"curve_rounds", s.curve_rounds},
           {"method", kAllocationMethod}};
 }
 

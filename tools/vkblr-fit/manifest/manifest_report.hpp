@@ -95,6 +95,7 @@ struct ModelAllocationSummary {
   ModelBudget budget;
   RankAllocation allocation;
   std::uint64_t by_budget = 0, by_manifest = 0;  // layers
+  std::uint32_t curve_rounds = 0;                 // allocate_ranks_in_rounds' rounds
 };
 
 struct ManifestReport {

@@ -1,5 +1,6 @@
 #include "vkblr-fit/manifest/model_allocation.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -89,7 +90,7 @@ RankCurves decode(const std::string& text, int rank) {
   return c;
 }
 
-// What measuring a layer's curve costs: the m·n products of the
+// What measuring a layer's curve to rank R costs: the m·n products of the
 // dense-residual init's R·P/32 blocks (rank_curve.hpp), up to a constant.
 double curve_cost(const BudgetLayer& l, std::uint32_t max_rank) {
   return static_cast<double>(l.shape.m) * l.shape.n * max_rank * l.shape.paths;
@@ -101,10 +102,11 @@ std::vector<std::string> allocation_table(const std::vector<PlannedLayer>& layer
   const auto bpw = [&](std::uint64_t bits) { return static_cast<double>(bits) / static_cast<double>(b.weights); };
   std::vector<std::string> lines{
       std::format("vkblr-fit: --model-bpw {}: {:.4f} bpw ({} of {} bits; the smallest ranks take {:.4f} bpw, the "
-                  "largest {:.4f}); {} layer(s) sized by the budget, {} by the manifest{}:",
+                  "largest {:.4f}); {} layer(s) sized by the budget, {} by the manifest; curves measured in {} "
+                  "round(s){}:",
                   b.model_bpw, r.summary.allocation.bpw, r.summary.allocation.bits, b.budget_bits,
                   bpw(b.least_bits), bpw(b.most_bits), r.summary.by_budget, r.summary.by_manifest,
-                  ranks > 1 ? std::format("; curves measured on {} ranks", ranks) : ""),
+                  r.summary.curve_rounds, ranks > 1 ? std::format(" on {} ranks", ranks) : ""),
       "   rank     bpw  curve error  layer"};
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (!r.layers[i]) continue;
@@ -140,53 +142,67 @@ ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers,
           budget.rank_limits.size(), view.layers.size());
   ModelRanks r;
   r.summary.budget = budget;
-  // the sized layers (indices into view.layers) and who measures which
-  std::vector<std::size_t> sized;
-  std::vector<double> costs;
-  for (std::size_t k = 0; k < view.layers.size(); ++k) {
-    ++(view.layers[k].fixed ? r.summary.by_manifest : r.summary.by_budget);
-    if (view.layers[k].fixed) continue;
-    sized.push_back(k);
-    costs.push_back(curve_cost(view.layers[k], budget.rank_limits[k]));
-  }
-  const std::vector<std::vector<std::size_t>> schedule = schedule_layers(costs, ranks.size());
-  const std::vector<std::size_t>& mine = schedule[static_cast<std::size_t>(ranks.rank())];
+  for (const BudgetLayer& l : view.layers) ++(l.fixed ? r.summary.by_manifest : r.summary.by_budget);
 
   StageProgress stages(ctx, stderr, progress_style_for(stderr, quiet));
-  stages.begin(Stage::allocate, mine.size(), "layers");
-  const auto t0 = std::chrono::steady_clock::now();
-  RankCurves measured;
-  double my_cost = 0;
-  for (const std::size_t s : mine) {
-    const std::size_t k = sized[s];
-    const PlannedLayer& l = layers[view.planned[k]];
-    try {
-      measured.curves.emplace_back(k, layer_curve(ctx, l, budget.rank_limits[k]));
-    } catch (const Error& e) {
-      measured.error = std::format("layer '{}' ({}): its rank curve for --model-bpw{}: {}", excerpt(l.name), l.entry,
-                                   ranks.size() > 1 ? std::format(" on rank {}", ranks.rank()) : "", e.what());
-      break;
-    }
-    my_cost += costs[s];
-    stages.update(measured.curves.size());
-  }
-  const double my_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double wait_s = wait_for_others_s(costs, schedule, my_cost, my_s);
-  const std::vector<std::string> sent = ranks.gather(encode(measured), "the rank curves of --model-bpw", wait_s);
-
-  std::vector<std::vector<double>> curves(view.layers.size());
+  std::uint64_t my_curves = 0, my_done = 0;  // this rank's, over the rounds
+  std::uint32_t round = 0;
   std::vector<int> measured_by(view.layers.size(), -1);
-  for (std::size_t from = 0; from < sent.size(); ++from) {
-    RankCurves c = decode(sent[from], static_cast<int>(from));
-    if (!c.error.empty()) fail("{}", c.error);  // the first failing rank's, on every rank
-    for (auto& [k, curve] : c.curves) {
-      require(k < curves.size() && measured_by[k] < 0 && !view.layers[k].fixed,
-              "--model-bpw: rank {} sent a curve for layer {}, which is not its to measure", from, k);
-      curves[k] = std::move(curve);
-      measured_by[k] = static_cast<int>(from);
+  // one round: the requests spread over the ranks, each rank measures its
+  // share, and every rank gets every curve
+  const MeasureCurves measure = [&](std::span<const CurveRequest> requests) {
+    std::vector<double> costs;
+    for (const CurveRequest& q : requests) costs.push_back(curve_cost(view.layers[q.layer], q.rank));
+    const std::vector<std::vector<std::size_t>> schedule = schedule_layers(costs, ranks.size());
+    const std::vector<std::size_t>& mine = schedule[static_cast<std::size_t>(ranks.rank())];
+    my_curves += mine.size();
+    if (++round == 1) {
+      stages.begin(Stage::allocate, my_curves, "curves");
+    } else {
+      stages.set_total(my_curves);
     }
-  }
-  r.summary.allocation = allocate_ranks(view.layers, budget, curves);  // refuses a missing curve
+    const auto t0 = std::chrono::steady_clock::now();
+    RankCurves measured;
+    double my_cost = 0;
+    for (const std::size_t s : mine) {
+      const std::size_t k = requests[s].layer;
+      const PlannedLayer& l = layers[view.planned[k]];
+      try {
+        measured.curves.emplace_back(k, layer_curve(ctx, l, requests[s].rank));
+      } catch (const Error& e) {
+        measured.error = std::format("layer '{}' ({}): its rank curve for --model-bpw{}: {}", excerpt(l.name),
+                                     l.entry, ranks.size() > 1 ? std::format(" on rank {}", ranks.rank()) : "",
+                                     e.what());
+        break;
+      }
+      my_cost += costs[s];
+      stages.update(++my_done);
+    }
+    const double my_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wait_s = wait_for_others_s(costs, schedule, my_cost, my_s);
+    const std::vector<std::string> sent = ranks.gather(encode(measured), "the rank curves of --model-bpw", wait_s);
+
+    std::vector<std::vector<double>> curves(requests.size());
+    std::vector<bool> received(requests.size(), false);
+    for (std::size_t from = 0; from < sent.size(); ++from) {
+      RankCurves c = decode(sent[from], static_cast<int>(from));
+      if (!c.error.empty()) fail("{}", c.error);  // the first failing rank's, on every rank
+      for (auto& [k, curve] : c.curves) {
+        std::size_t q = 0;
+        while (q < requests.size() && requests[q].layer != k) ++q;
+        require(q < requests.size() && !received[q] &&
+                    std::find(schedule[from].begin(), schedule[from].end(), q) != schedule[from].end(),
+                "--model-bpw: rank {} sent a curve for layer {}, which is not its to measure", from, k);
+        curves[q] = std::move(curve);
+        received[q] = true;
+        measured_by[k] = static_cast<int>(from);
+      }
+    }
+    return curves;  // a missing one is refused by allocate_ranks_in_rounds
+  };
+  RoundsAllocation allocated = allocate_ranks_in_rounds(view.layers, budget, measure);
+  r.summary.allocation = allocated.allocation;
+  r.summary.curve_rounds = allocated.rounds;
   stages.end();
   r.stages = stages.to_json();
 
@@ -197,7 +213,8 @@ ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers,
       l.shape.rank = r.summary.allocation.ranks[k];
       l.options.rank = l.shape.rank;
     }
-    r.layers[view.planned[k]] = LayerAllocation{view.layers[k].fixed, std::move(curves[k]), measured_by[k]};
+    r.layers[view.planned[k]] =
+        LayerAllocation{view.layers[k].fixed, std::move(allocated.curves[k]), measured_by[k]};
   }
   for (const std::string& line : allocation_table(layers, r, ranks.size())) stages.say(line);
   return r;

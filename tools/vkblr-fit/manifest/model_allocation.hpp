@@ -45,17 +45,18 @@ struct ModelRanks {
   nlohmann::json stages;                               // {"allocate": {wall_s, device_s}}
 };
 
-// Measures the curve of every layer the budget sizes (its W and X loaded
-// as its fit loads them; ranks 32 to budget.rank_limits), allocates, and
-// sets those layers' ranks (shape.rank and options.rank). Collective: the
-// curves are spread over `ranks` by layer_schedule.hpp's rule (costs
-// m·n·R·P, the dense-residual init's products), each rank measures its
-// own, and every rank gets all of them (FitRanks::gather, the values bit
-// for bit), so every rank allocates the same ranks. Progress (the stage
-// "allocate", this rank's curves) and a table of the ranks go to stderr
-// unless `quiet`. Throws vkblr::Error on every rank, naming the layer and
-// the rank, when a layer's inputs cannot be read or its curve not
-// measured. Deterministic on devices of one kind.
+// Measures the curves of the layers the budget sizes (each W and X loaded
+// as its fit loads them) in the rounds of allocate_ranks_in_rounds, as far
+// as its greedy reads them, allocates, and sets those layers' ranks
+// (shape.rank and options.rank). Collective: each round's curves are
+// spread over `ranks` by layer_schedule.hpp's rule (costs m·n·R·P, the
+// dense-residual init's products), each rank measures its own, and every
+// rank gets all of them (FitRanks::gather, the values bit for bit), so
+// every rank takes the same rounds and allocates the same ranks. Progress
+// (the stage "allocate", this rank's curves) and a table of the ranks go
+// to stderr unless `quiet`. Throws vkblr::Error on every rank, naming the
+// layer and the rank, when a layer's inputs cannot be read or its curve
+// not measured. Deterministic on devices of one kind.
 ModelRanks allocate_model_ranks(Context& ctx, std::vector<PlannedLayer>& layers, const ModelBudget& budget,
                                 FitRanks& ranks, bool quiet);
 

@@ -1,5 +1,6 @@
 #include "vkblr-fit/manifest/rank_allocation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <format>
 
@@ -76,7 +77,7 @@ RankAllocation allocate_ranks(std::span<const BudgetLayer> layers, const ModelBu
           budget.rank_limits.size());
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i].fixed) continue;
-    require(curves[i].size() == budget.rank_limits[i] / kRankStep,
+    require(!curves[i].empty() && curves[i].size() <= budget.rank_limits[i] / kRankStep,
             "rank allocation: layer {}'s curve has {} points; ranks 32 to {} are {}", i, curves[i].size(),
             budget.rank_limits[i], budget.rank_limits[i] / kRankStep);
     for (const double e : curves[i]) require(std::isfinite(e), "rank allocation: layer {}'s curve has {}", i, e);
@@ -96,6 +97,10 @@ RankAllocation allocate_ranks(std::span<const BudgetLayer> layers, const ModelBu
       const std::uint64_t added = layer_bits(l, rank + kRankStep) - layer_bits(l, rank);
       if (a.bits + added > budget.budget_bits) continue;
       const std::size_t k = rank / kRankStep - 1;  // curves[i][k] is the error at `rank`
+      if (k + 1 >= curves[i].size()) {  // a step that fits, its error not measured
+        a.short_curves.push_back(i);
+        continue;
+      }
       const double gain = static_cast<double>(std::uint64_t{l.shape.m} * l.shape.n) *
                           (curves[i][k] - curves[i][k + 1]) / static_cast<double>(added);
       if (best == layers.size() || gain > best_gain) {
@@ -104,13 +109,65 @@ RankAllocation allocate_ranks(std::span<const BudgetLayer> layers, const ModelBu
         best_bits = added;
       }
     }
-    if (best == layers.size()) break;
+    if (best == layers.size() || !a.short_curves.empty()) break;
     a.ranks[best] += kRankStep;
     a.bits += best_bits;
     ++a.steps;
   }
   a.bpw = per_weight(a.bits, budget.weights);
   return a;
+}
+
+std::uint32_t first_curve_rank(std::span<const BudgetLayer> layers, const ModelBudget& budget, std::size_t layer) {
+  require(layer < layers.size() && !layers[layer].fixed && budget.rank_limits.size() == layers.size(),
+          "first_curve_rank: layer {} of {} is not one the budget sizes", layer, layers.size());
+  // the sized layers' share: the budget less the fixed layers' bits, over their weights
+  std::uint64_t fixed_bits = 0, sized_weights = 0;
+  for (const BudgetLayer& l : layers) {
+    if (l.fixed) {
+      fixed_bits += layer_bits(l, l.shape.rank);
+    } else {
+      sized_weights += std::uint64_t{l.shape.m} * l.shape.n;
+    }
+  }
+  const double share = per_weight(budget.budget_bits - fixed_bits, sized_weights);
+  const BudgetLayer& l = layers[layer];
+  const double own = share * static_cast<double>(std::uint64_t{l.shape.m} * l.shape.n);
+  std::uint32_t rank = kRankStep;  // the largest rank within the share
+  while (rank < budget.rank_limits[layer] && static_cast<double>(layer_bits(l, rank + kRankStep)) <= own) {
+    rank += kRankStep;
+  }
+  const std::uint32_t wanted = (rank * 3 / 2 + kRankStep - 1) / kRankStep * kRankStep;
+  return std::min(budget.rank_limits[layer], std::max(wanted, 2 * kRankStep));
+}
+
+RoundsAllocation allocate_ranks_in_rounds(std::span<const BudgetLayer> layers, const ModelBudget& budget,
+                                          const MeasureCurves& measure) {
+  RoundsAllocation r;
+  r.curves.resize(layers.size());
+  std::vector<CurveRequest> requests;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i].fixed) requests.push_back({i, first_curve_rank(layers, budget, i)});
+  }
+  while (true) {
+    const std::vector<std::vector<double>> measured = measure(requests);
+    ++r.rounds;
+    require(measured.size() == requests.size(), "rank allocation: {} curves measured for {} asked", measured.size(),
+            requests.size());
+    for (std::size_t q = 0; q < requests.size(); ++q) {
+      require(measured[q].size() == requests[q].rank / kRankStep,
+              "rank allocation: layer {}'s curve to rank {} has {} points", requests[q].layer, requests[q].rank,
+              measured[q].size());
+      r.curves[requests[q].layer] = measured[q];
+    }
+    r.allocation = allocate_ranks(layers, budget, r.curves);
+    if (r.allocation.short_curves.empty()) return r;
+    requests.clear();
+    for (const std::size_t i : r.allocation.short_curves) {
+      const std::uint32_t measured_to = static_cast<std::uint32_t>(r.curves[i].size()) * kRankStep;
+      requests.push_back({i, std::min(budget.rank_limits[i], 2 * measured_to)});
+    }
+  }
 }
 
 }  // namespace vkblr::fit

@@ -22,7 +22,9 @@
 // everywhere) has a negative gain: it is taken only when nothing better fits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -65,14 +67,53 @@ struct RankAllocation {
   std::uint64_t bits = 0;            // the model's at these ranks (≤ budget_bits)
   double bpw = 0;                    // bits / weights
   std::uint64_t steps = 0;           // rank steps given
+  // Sized layers whose curve ends at their rank while their next step
+  // still fits the budget: the greedy cannot weigh that step, so it
+  // stopped there. Empty when the ranks are final.
+  std::vector<std::size_t> short_curves;
 };
 
 // The greedy above. curves[i] is sized layer i's error at ranks 32, 64,
-// ..., budget.rank_limits[i] (rank_limits[i] / 32 finite values); a fixed
-// layer's is not read. Throws vkblr::Error (naming the layer's index) for
-// a curve of another length or with a value that is not finite, and for
-// layers and curves of different counts.
+// ..., c_i (c_i / 32 finite values, c_i ≤ budget.rank_limits[i]); a fixed
+// layer's is not read. A curve that stops short of its limit is enough
+// until the greedy needs its next point (short_curves). Throws
+// vkblr::Error (naming the layer's index) for an empty curve, one longer
+// than its limit or with a value that is not finite, and for layers and
+// curves of different counts.
 RankAllocation allocate_ranks(std::span<const BudgetLayer> layers, const ModelBudget& budget,
                               std::span<const std::vector<double>> curves);
+
+// Which curve to measure: sized layer `layer`'s at ranks 32 to `rank`.
+struct CurveRequest {
+  std::size_t layer = 0;
+  std::uint32_t rank = 0;
+};
+// Measures the requested curves (rank_curve.hpp), one per request, in order.
+using MeasureCurves = std::function<std::vector<std::vector<double>>(std::span<const CurveRequest>)>;
+
+struct RoundsAllocation {
+  RankAllocation allocation;                // short_curves empty
+  std::vector<std::vector<double>> curves;  // per layer, as far as measured; empty for a fixed one
+  std::uint32_t rounds = 0;                 // calls to `measure`
+};
+
+// allocate_ranks on curves measured only as far as the greedy reads them.
+// Round 1 asks for every sized layer's curve to first_curve_rank; after
+// each round the greedy runs on the curves so far, and while it stops at
+// short curves, those are asked for again at twice their length (at most
+// their limit). A layer's curve to a larger rank starts with its curve to
+// a smaller one (rank_curve.hpp), so the ranks are those of allocate_ranks
+// on curves to the rank limits: the greedy reads the same values. (A
+// layer's limit is what the budget could give it alone, often several
+// times the rank it gets; a curve's cost grows with its rank.)
+// Throws what allocate_ranks and `measure` throw, and vkblr::Error when
+// `measure` returns curves of other counts or lengths than asked.
+RoundsAllocation allocate_ranks_in_rounds(std::span<const BudgetLayer> layers, const ModelBudget& budget,
+                                          const MeasureCurves& measure);
+
+// The rank sized layer `layer`'s first curve goes to: 1.5 times the rank
+// at which it would take the sized layers' share of the budget per weight,
+// rounded up to a step, at least 64 (one step to weigh), at most its limit.
+std::uint32_t first_curve_rank(std::span<const BudgetLayer> layers, const ModelBudget& budget, std::size_t layer);
 
 }  // namespace vkblr::fit

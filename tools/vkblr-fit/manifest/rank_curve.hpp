@@ -8,7 +8,10 @@
 // W − (the blocks before) by a randomized SVD of rank 32 with seed + b, and
 // Ŵ_r its first P·r/32 blocks. The residual is held dense on the device
 // (init/gpu_dual_svid.hpp's gpu_dual_svid_init_dense), so every block costs
-// the same. At r = 32 that is the fit's init of P paths of rank 32 (the
+// the same. Block b depends only on the blocks before it: the curve to
+// rank R starts with the curve to any smaller rank, bit for bit
+// (rank_allocation.hpp's rounds measure a curve again, longer, on that).
+// At r = 32 that is the fit's init of P paths of rank 32 (the
 // same SVDs and seeds; bit for bit for P = 1, up to rounding beyond).
 // Beyond, each further block fits what the blocks before left,
 // binarisation error included. Truncating one init of rank R instead
@@ -61,8 +64,7 @@ class HeldOutResidual {
 };
 
 // The curve of a layer of shape.m × shape.n with shape.paths paths and
-// scales of `scale_dtype` at ranks 32, ..., shape.rank (R, the largest
-// candidate): R/32 errors; `seed` is the fit's. Throws vkblr::Error for a
+// scales of `scale_dtype` at ranks 32, ..., shape.rank (R): R/32 errors; `seed` is the fit's. Throws vkblr::Error for a
 // bad shape (check_layer_shape) or one that is not W's.
 std::vector<double> measure_rank_curve(Context& ctx, const DeviceData& data, const LayerShape& shape,
                                        ScaleDtype scale_dtype, std::uint64_t seed);

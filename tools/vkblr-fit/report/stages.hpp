@@ -42,6 +42,9 @@ class StageProgress {
   // Units done so far, and an optional detail after them (the train stage's
   // fields). Redrawn at most every 0.1 s on a terminal, every 5 s in lines.
   void update(std::uint64_t done, const std::string& detail = {});
+  // The running stage's total, when its work is found as it goes (the
+  // allocate stage's curves, measured in rounds).
+  void set_total(std::uint64_t total) { total_ = total; }
   // Ends the running stage: its final line with its times.
   void end();
 
