@@ -12,7 +12,7 @@
 #   6. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
 #      uniform 1 bpw against --model-bpw 1 (total wall time, report rows).
 # MANIFEST_JOBS picks the manifest stage's jobs and their order (default
-# "uniform budget").
+# "uniform budget"); SUITE_FILTER, the suite's Catch2 test spec (default all).
 # Stages print their key figures on stdout (only 8 files come back) and
 # write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
 #
@@ -44,6 +44,21 @@ mkdir -p "$OUT"
 log() { echo "== $* ($(date +%T))"; }
 stages=${*:-suite bench fit exchange exchange-big manifest}
 want() { [[ " $stages " == *" $1 "* ]]; }
+# Two result files: the same tensors and metadata but the command line
+# (each run's, which names its binary and --out) and its checksum.
+same_tensors() {
+  python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def split(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    meta = {k: v for k, v in h.pop("__metadata__", {}).items() if k not in ("command_line", "xxh3:__metadata__")}
+    return h, meta, b[8 + n:]
+a, b = split(sys.argv[1]), split(sys.argv[2])
+print("same tensors and metadata but the command line" if a == b else
+      f"DIFFER: tensors {'same' if a[0] == b[0] and a[2] == b[2] else 'differ'}, metadata keys differing: "
+      f"{sorted(k for k in set(a[1]) | set(b[1]) if a[1].get(k) != b[1].get(k))}")
+PY
+}
 
 $B/vkblr-info > "$OUT/info.txt" 2>&1
 head -3 "$OUT/info.txt"; grep "host memory" "$OUT/info.txt"
@@ -51,7 +66,7 @@ df -h /dev/shm | tail -1   # the shared-memory exchange's window lives there
 
 if want suite; then
   log suite under validation
-  $B/vkblr-tests --reporter compact > "$OUT/suite.log" 2>&1
+  $B/vkblr-tests ${SUITE_FILTER:+"$SUITE_FILTER"} --reporter compact > "$OUT/suite.log" 2>&1
   echo "rc $?"; tail -3 "$OUT/suite.log"; grep -E "FAILED|failed" "$OUT/suite.log" | head -20
 fi
 
@@ -90,17 +105,7 @@ if want fit; then
   $B/vkblr-fit --quiet --out /tmp/fit-this > /tmp/fit-this.log 2>&1; echo "this rc $?"
   $B/base-vkblr-fit --quiet --out /tmp/fit-base > /tmp/fit-base.log 2>&1; echo "base rc $?"
   cmp /tmp/fit-this.svg /tmp/fit-base.svg && echo "same svg bytes"
-  # the files' metadata hold each run's command line (the binaries' names
-  # differ): compare the tensors' bytes and every other metadata entry
-  python3 - <<'PY'
-import json, struct
-def split(p):
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
-    meta = {k: v for k, v in h.pop("__metadata__", {}).items() if k not in ("command_line", "xxh3:__metadata__")}
-    return h, meta, b[8 + n:]
-a, b = split("/tmp/fit-this.safetensors"), split("/tmp/fit-base.safetensors")
-print("same tensors and metadata but the command line" if a == b else "safetensors DIFFER")
-PY
+  same_tensors /tmp/fit-this.safetensors /tmp/fit-base.safetensors
   cp /tmp/fit-this.json "$OUT/fit-this.json"
 fi
 
@@ -114,7 +119,7 @@ if want exchange; then
     python3 -c "import json,sys; t=json.load(open('/tmp/mpi-$ex.json'))['training']['parallel']['step_timing']; print('$ex', json.dumps(t))" \
       | tee -a "$OUT/exchange.txt"
   done
-  cmp /tmp/mpi-messages.safetensors /tmp/mpi-shared.safetensors && echo "same bits through either exchange"
+  same_tensors /tmp/mpi-messages.safetensors /tmp/mpi-shared.safetensors
 fi
 
 if want exchange-big; then
@@ -129,7 +134,7 @@ if want exchange-big; then
     python3 -c "import json; t=json.load(open('/tmp/big-$ex.json'))['training']['parallel']['step_timing']; print('big $ex', json.dumps(t))" \
       | tee -a "$OUT/exchange.txt"
   done
-  cmp /tmp/big-messages.safetensors /tmp/big-shared.safetensors && echo "same bits through either exchange"
+  same_tensors /tmp/big-messages.safetensors /tmp/big-shared.safetensors
 fi
 
 if want manifest; then
