@@ -12,7 +12,8 @@
 #   6. the whole-checkpoint manifest (tools/lab/llm_manifest.py, 8 layers):
 #      uniform 1 bpw against --model-bpw 1 (total wall time, report rows).
 # MANIFEST_JOBS picks the manifest stage's jobs and their order (default
-# "uniform budget"); SUITE_FILTER, the suite's Catch2 test spec (default all).
+# "uniform budget"); SUITE_FILTER, the suite's Catch2 test spec (default all);
+# BIG_STEPS, the exchange-big stage's steps (default 100).
 # Stages print their key figures on stdout (only 8 files come back) and
 # write JSON and logs under $OUT as they go: a cut-off run keeps what it got.
 #
@@ -128,7 +129,7 @@ if want exchange-big; then
     --x-f16 2>&1 | tail -1
   for ex in messages shared; do
     VKBLR_MPI_EXCHANGE=$ex mpirun -np 2 --bind-to none -x VKBLR_MPI_EXCHANGE $B/vkblr-fit --quiet --weight /tmp/big/exponential.w.npy \
-      --activations /tmp/big/exponential.x.npy --tokens 32768 --held-out 4096 --bpw 1 --steps 100 --refit-sweeps 0 \
+      --activations /tmp/big/exponential.x.npy --tokens 32768 --held-out 4096 --bpw 1 --steps ${BIG_STEPS:-100} --refit-sweeps 0 \
       --sign-opt adam --sign-lr 0.02 --flip-budget 0 --timing-barrier --out /tmp/big-$ex > /tmp/big-$ex.log 2>&1
     echo "$ex rc $?"; tail -2 /tmp/big-$ex.log
     python3 -c "import json; t=json.load(open('/tmp/big-$ex.json'))['training']['parallel']['step_timing']; print('big $ex', json.dumps(t))" \
