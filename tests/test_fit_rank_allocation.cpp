@@ -278,20 +278,16 @@ TEST_CASE("rank allocation: bounds and bad curves are refused, naming the values
              ContainsSubstring("layer 0's curve has 5 points; ranks 32 to 128 are 4"));
   CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{}, {}}); }),
              ContainsSubstring("layer 0's curve has 0 points"));
-  // measure must give what it is asked for
-  const auto asked_wrong = [&](std::size_t extra) {
-    return vkt::error_of([&] {
-      fit::allocate_ranks_in_rounds(layers, budget, [&](std::span<const fit::CurveRequest> requests) {
-        Curves out;
-        for (const fit::CurveRequest& q : requests) out.emplace_back(q.rank / 32 + extra, 0.5);
-        return out;
-      });
-    });
+  // measure must give what it is asked for: one curve per request, to its rank
+  const auto one_point_too_many = [](std::span<const fit::CurveRequest> requests) {
+    Curves out;
+    for (const fit::CurveRequest& q : requests) out.emplace_back(q.rank / 32 + 1, 0.5);
+    return out;
   };
-  CHECK_THAT(asked_wrong(1), ContainsSubstring("layer 0's curve to rank 128 has 5 points"));
-  CHECK_THAT(vkt::error_of([&] {
-               fit::allocate_ranks_in_rounds(layers, budget, [](std::span<const fit::CurveRequest>) { return Curves{}; });
-             }),
+  CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks_in_rounds(layers, budget, one_point_too_many); }),
+             ContainsSubstring("layer 0's curve to rank 128 has 5 points"));
+  const auto none = [](std::span<const fit::CurveRequest>) { return Curves{}; };
+  CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks_in_rounds(layers, budget, none); }),
              ContainsSubstring("0 curves measured for 1 asked"));
   CHECK_THAT(vkt::error_of([&] { fit::allocate_ranks(layers, budget, Curves{{0.5, 0.4, std::nan(""), 0.3}, {}}); }),
              ContainsSubstring("layer 0's curve has nan"));

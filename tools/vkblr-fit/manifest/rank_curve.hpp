@@ -64,8 +64,9 @@ class HeldOutResidual {
 };
 
 // The curve of a layer of shape.m × shape.n with shape.paths paths and
-// scales of `scale_dtype` at ranks 32, ..., shape.rank (R): R/32 errors; `seed` is the fit's. Throws vkblr::Error for a
-// bad shape (check_layer_shape) or one that is not W's.
+// scales of `scale_dtype` at ranks 32, ..., shape.rank (R): R/32 errors;
+// `seed` is the fit's. Throws vkblr::Error for a bad shape
+// (check_layer_shape) or one that is not W's.
 std::vector<double> measure_rank_curve(Context& ctx, const DeviceData& data, const LayerShape& shape,
                                        ScaleDtype scale_dtype, std::uint64_t seed);
 
