@@ -1,5 +1,5 @@
 // LAPACK through OpenBLAS (Fortran interface; gfortran passes character
-// arguments with hidden lengths, given last).
+// arguments with hidden lengths, given last), on one thread.
 #include "vkblr-fit/init/host_lapack.hpp"
 
 #include <algorithm>
@@ -18,12 +18,30 @@ void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, c
              const int* ldb, int* info, std::size_t uplo_len);
 void dsysv_(const char* uplo, const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b,
             const int* ldb, double* work, const int* lwork, int* info, std::size_t uplo_len);
+void openblas_set_num_threads(int threads);
 }
 
 namespace vkblr::fit {
 namespace {
 
-int lapack_size(std::size_t n, std::size_t have, const char* op) {
+// OpenBLAS splits its blocked algorithms' sums by its thread count, which
+// follows the cores the process may use (taskset, an MPI rank's binding)
+// and OPENBLAS_NUM_THREADS. One thread, set before the first call, leaves
+// the CPU's instruction set (which picks OpenBLAS's kernels) the only
+// thing of the host that decides the bits (docs/guide.md, "Same bits").
+// Cost: a 1600×1600 dsyevd takes about 0.4 s on one core.
+void use_one_blas_thread() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+// Before each LAPACK call: n as LAPACK's int, checked against the values
+// given, and OpenBLAS on one thread.
+int prepare_lapack(std::size_t n, std::size_t have, const char* op) {
+  use_one_blas_thread();
   require(n >= 1 && n <= static_cast<std::size_t>(std::numeric_limits<int>::max() / 2), "{}: n = {}", op, n);
   require(have == n * n, "{}: {} values for an {}×{} matrix", op, have, n, n);
   return static_cast<int>(n);
@@ -35,7 +53,7 @@ constexpr char kRowUpper = 'L';
 }  // namespace
 
 bool cholesky_upper(std::vector<double>& g, std::size_t n) {
-  const int ni = lapack_size(n, g.size(), "cholesky_upper");
+  const int ni = prepare_lapack(n, g.size(), "cholesky_upper");
   int info = 0;
   dpotrf_(&kRowUpper, &ni, g.data(), &ni, &info, 1);
   if (info != 0) return false;
@@ -44,7 +62,7 @@ bool cholesky_upper(std::vector<double>& g, std::size_t n) {
 }
 
 void invert_upper(std::vector<double>& r, std::size_t n) {
-  const int ni = lapack_size(n, r.size(), "invert_upper");
+  const int ni = prepare_lapack(n, r.size(), "invert_upper");
   int info = 0;
   const char diag = 'N';
   dtrtri_(&kRowUpper, &diag, &ni, r.data(), &ni, &info, 1, 1);
@@ -52,7 +70,7 @@ void invert_upper(std::vector<double>& r, std::size_t n) {
 }
 
 SymmetricEigen symmetric_eigen(std::vector<double> g, std::size_t n) {
-  const int ni = lapack_size(n, g.size(), "symmetric_eigen");
+  const int ni = prepare_lapack(n, g.size(), "symmetric_eigen");
   SymmetricEigen out;
   out.values.resize(n);
   const char jobz = 'V', uplo = 'U';
@@ -81,7 +99,7 @@ SymmetricEigen symmetric_eigen(std::vector<double> g, std::size_t n) {
 }
 
 std::vector<double> solve_ridged(std::vector<double> g, std::vector<double> b, std::size_t n, double ridge) {
-  const int ni = lapack_size(n, g.size(), "solve_ridged");
+  const int ni = prepare_lapack(n, g.size(), "solve_ridged");
   require(b.size() == n, "solve_ridged: right-hand side of {} for n = {}", b.size(), n);
   double mean_diagonal = 0;
   for (std::size_t i = 0; i < n; ++i) mean_diagonal += g[i * n + i];

@@ -1,5 +1,6 @@
 // host_lapack.hpp — the small dense problems of the GPU init and refit on
-// the host, in f64, through LAPACK (OpenBLAS: every core).
+// the host, in f64, through LAPACK (OpenBLAS on one thread, whatever the
+// machine or OPENBLAS_NUM_THREADS say: the same bits with any core count).
 //
 // Matrices are n×n, symmetric where stated, stored row-major in a
 // std::vector<double> of n·n (for a symmetric matrix row- and column-major
