@@ -14,7 +14,9 @@
 namespace vkblr::fit {
 
 // The SVG document: 960 user units wide, 18 per row. Names are cut to 60
-// bytes; every text is escaped.
+// bytes; every text is escaped. Each panel's caption (a bold title, then
+// the axis's range) is wrapped to the panel's width, so captions never run
+// into each other whatever the numbers; the rows start below the longest.
 std::string manifest_summary_svg(std::span<const LayerRow> rows, const std::string& title);
 
 }  // namespace vkblr::fit
