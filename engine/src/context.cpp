@@ -329,6 +329,18 @@ ContextImpl::ContextImpl(const ContextOptions& options) {
   }
 }
 
+namespace {
+// Batches whose objects are kept for reuse: more than a program keeps
+// finished at once (graphs hold theirs while they live).
+constexpr std::size_t kSpareBatches = 16;
+
+void destroy_batch_objects(VkDevice device, VkCommandPool pool, const ContextImpl::BatchObjects& o) noexcept {
+  if (o.span_pool != VK_NULL_HANDLE) vkDestroyQueryPool(device, o.span_pool, nullptr);
+  if (o.fence != VK_NULL_HANDLE) vkDestroyFence(device, o.fence, nullptr);
+  if (o.cb != VK_NULL_HANDLE) vkFreeCommandBuffers(device, pool, 1, &o.cb);
+}
+}  // namespace
+
 ContextImpl::~ContextImpl() { release(); }
 
 void ContextImpl::release() noexcept {
@@ -338,6 +350,8 @@ void ContextImpl::release() noexcept {
   dummy_ = Buffer();
   if (transfer_fence_) vkDestroyFence(device, transfer_fence_, nullptr);
   transfer_fence_ = VK_NULL_HANDLE;
+  for (const BatchObjects& o : spare_batches_) destroy_batch_objects(device, command_pool, o);
+  spare_batches_.clear();
   if (command_pool) vkDestroyCommandPool(device, command_pool, nullptr);
   command_pool = VK_NULL_HANDLE;
   if (pipeline_cache) {
@@ -884,6 +898,37 @@ VkFence ContextImpl::create_fence() {
   VkFence f = VK_NULL_HANDLE;
   VKBLR_VK(vkCreateFence(device, &info, nullptr, &f));
   return f;
+}
+
+ContextImpl::BatchObjects ContextImpl::take_batch_objects() {
+  if (!spare_batches_.empty()) {
+    const BatchObjects o = spare_batches_.back();
+    spare_batches_.pop_back();
+    return o;
+  }
+  BatchObjects o;
+  o.cb = allocate_command_buffer();
+  try {
+    o.fence = create_fence();
+  } catch (...) {
+    free_command_buffer(o.cb);
+    throw;
+  }
+  return o;
+}
+
+void ContextImpl::give_back_batch_objects(const BatchObjects& o) noexcept {
+  const bool reusable = spare_batches_.size() < kSpareBatches && vkResetCommandBuffer(o.cb, 0) == VK_SUCCESS &&
+                        vkResetFences(device, 1, &o.fence) == VK_SUCCESS;
+  if (!reusable) {
+    destroy_batch_objects(device, command_pool, o);
+    return;
+  }
+  try {
+    spare_batches_.push_back(o);
+  } catch (...) {
+    destroy_batch_objects(device, command_pool, o);
+  }
 }
 
 void ContextImpl::submit(VkCommandBuffer cb, VkFence fence) {

@@ -49,6 +49,22 @@ class ContextImpl {
   VkCommandBuffer allocate_command_buffer();
   void free_command_buffer(VkCommandBuffer cb) noexcept;
   VkFence create_fence();
+
+  // What a recorded batch needs besides its commands: a command buffer, a
+  // fence, and the two-timestamp query pool of its device time (null until
+  // first used). Batches take them from here and give them back when they
+  // end, so that a program running many small batches (the init's and the
+  // rank curves' linear algebra) does not create and destroy three Vulkan
+  // objects for each. Given back: the fence unsignalled, the command
+  // buffer not pending (it is reset here), the query pool reset by its
+  // user.
+  struct BatchObjects {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    VkQueryPool span_pool = VK_NULL_HANDLE;
+  };
+  BatchObjects take_batch_objects();
+  void give_back_batch_objects(const BatchObjects& objects) noexcept;
   // Submits `cb` signalling `fence` (unsignalled); counts the submit.
   void submit(VkCommandBuffer cb, VkFence fence);
   void wait(VkFence fence);
@@ -110,6 +126,7 @@ class ContextImpl {
   Buffer dummy_;
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
+  std::vector<BatchObjects> spare_batches_;  // at most kSpareBatches
   std::uint64_t next_buffer_id_ = 1;
   // import_host_memory's buffers (by handle) and the memory each imported
   std::unordered_map<std::uint64_t, VkDeviceMemory> imported_memory_;

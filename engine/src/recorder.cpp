@@ -35,22 +35,20 @@ struct RecordedBatch {
   // the transients the commands name; destroyed after the wait below
   std::vector<Buffer> transients;
 
+  // The command buffer, fence and span pool come from the context's spares
+  // (ContextImpl::take_batch_objects) and go back there.
   explicit RecordedBatch(ContextImpl* c) : ctx(c) {
-    cb = ctx->allocate_command_buffer();
-    try {
-      fence = ctx->create_fence();
-    } catch (...) {
-      ctx->free_command_buffer(cb);
-      throw;
-    }
+    const ContextImpl::BatchObjects o = ctx->take_batch_objects();
+    cb = o.cb;
+    fence = o.fence;
+    span_pool = o.span_pool;
   }
 
   ~RecordedBatch() {
     if (pending) vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX);
     for (VkQueryPool p : pools) vkDestroyQueryPool(ctx->device, p, nullptr);
-    if (span_pool != VK_NULL_HANDLE) vkDestroyQueryPool(ctx->device, span_pool, nullptr);
-    vkDestroyFence(ctx->device, fence, nullptr);
-    ctx->free_command_buffer(cb);
+    if (span_pool != VK_NULL_HANDLE) vkResetQueryPool(ctx->device, span_pool, 0, 2);
+    ctx->give_back_batch_objects({cb, fence, span_pool});
   }
 
   // The query pool and index of the next timestamp (a new pool when full).
@@ -76,7 +74,7 @@ struct RecordedBatch {
 
   // Starts (query 0) or ends (query 1) the batch's span.
   void write_span(std::uint32_t query) {
-    if (query == 0) {
+    if (query == 0 && span_pool == VK_NULL_HANDLE) {
       VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
       info.queryType = VK_QUERY_TYPE_TIMESTAMP;
       info.queryCount = 2;
