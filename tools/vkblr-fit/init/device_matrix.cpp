@@ -10,15 +10,19 @@
 namespace vkblr::fit {
 
 DeviceMatrix device_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::string_view label,
-                           std::uint64_t capacity) {
+                           std::uint64_t capacity, MatrixMemory memory) {
   require(rows >= 1 && cols >= 1, "device matrix {}: shape {}×{} is empty", label, rows, cols);
-  const std::uint64_t elements = std::max(capacity, std::uint64_t{rows} * cols);
-  return {ctx.buffer(elements * 4, label), rows, cols};
+  const std::uint64_t bytes = std::max(capacity, std::uint64_t{rows} * cols) * 4;
+  return {memory == MatrixMemory::host ? ctx.host_buffer(bytes, label) : ctx.buffer(bytes, label), rows, cols};
+}
+
+DeviceMatrix host_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::string_view label) {
+  return device_matrix(ctx, rows, cols, label, 0, MatrixMemory::host);
 }
 
 DeviceMatrix upload_matrix(Context& ctx, std::span<const double> values, std::uint32_t rows, std::uint32_t cols,
-                           std::string_view label) {
-  DeviceMatrix m = device_matrix(ctx, rows, cols, label);
+                           std::string_view label, MatrixMemory memory) {
+  DeviceMatrix m = device_matrix(ctx, rows, cols, label, 0, memory);
   upload_values(m, values);
   return m;
 }

@@ -26,14 +26,23 @@ struct DeviceMatrix {
   std::uint64_t elements() const { return std::uint64_t{rows} * cols; }
 };
 
+// Where a matrix's buffer lives: device memory, or host memory the device
+// reads and writes over the bus (Context::host_buffer), where
+// upload_values and download_matrix are copies with no submit and no wait:
+// for the small matrices the host and the device hand each other between
+// steps (Gram matrices, r×r factors, an SVD's thin outputs).
+enum class MatrixMemory { device, host };
+
 // An uninitialised rows×cols matrix (room for `capacity` elements, at least
 // rows·cols; 0: exactly rows·cols).
 DeviceMatrix device_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::string_view label,
-                           std::uint64_t capacity = 0);
+                           std::uint64_t capacity = 0, MatrixMemory memory = MatrixMemory::device);
+// The same in host memory.
+DeviceMatrix host_matrix(Context& ctx, std::uint32_t rows, std::uint32_t cols, std::string_view label);
 
 // A matrix from host values [rows][cols] (f64, rounded to f32).
 DeviceMatrix upload_matrix(Context& ctx, std::span<const double> values, std::uint32_t rows, std::uint32_t cols,
-                           std::string_view label);
+                           std::string_view label, MatrixMemory memory = MatrixMemory::device);
 // Replaces the values of `m` (same shape) with host values (f64, rounded to f32).
 void upload_values(DeviceMatrix& m, std::span<const double> values);
 // The values of `m` as f64 [rows][cols] (waits for the device).

@@ -1,5 +1,7 @@
 #include "vkblr-fit/init/gpu_dual_svid.hpp"
 
+#include <string_view>
+
 #include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/expand_f32.hpp"
@@ -7,13 +9,26 @@
 
 namespace vkblr::fit {
 
+namespace {
+
+// `values` in host memory the device reads: a copy, no submit (the path's
+// bits and scales are read once, by the expansion).
+template <class T>
+Buffer host_copy(Context& ctx, const std::vector<T>& values, std::string_view label) {
+  Buffer b = ctx.host_buffer(values.size() * sizeof(T), label);
+  b.upload(values);
+  return b;
+}
+
+}  // namespace
+
 LowRankTerm path_factors(Context& ctx, const BlrPathInit& path, const LayerShape& shape) {
   check_path_sizes({shape.m, shape.n, shape.rank, 1}, std::span(&path, 1), "path_factors");
-  const Buffer bits_u = ctx.upload(path.bits_u, "fit.init.bits_u");
-  const Buffer bits_v = ctx.upload(path.bits_v, "fit.init.bits_v");
-  const Buffer h = ctx.upload(path.h, "fit.init.h");
-  const Buffer l = ctx.upload(path.l, "fit.init.l");
-  const Buffer g = ctx.upload(path.g, "fit.init.g");
+  const Buffer bits_u = host_copy(ctx, path.bits_u, "fit.init.bits_u");
+  const Buffer bits_v = host_copy(ctx, path.bits_v, "fit.init.bits_v");
+  const Buffer h = host_copy(ctx, path.h, "fit.init.h");
+  const Buffer l = host_copy(ctx, path.l, "fit.init.l");
+  const Buffer g = host_copy(ctx, path.g, "fit.init.g");
   LowRankTerm t{device_matrix(ctx, shape.m, shape.rank, "fit.init.a"),
                 device_matrix(ctx, shape.n, shape.rank, "fit.init.b")};
   Recorder rec(ctx);

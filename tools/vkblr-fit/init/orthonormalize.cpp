@@ -47,8 +47,9 @@ OrthonormalizeStats orthonormalize(Context& ctx, DeviceMatrix& y, DeviceMatrix& 
   require(y.rows >= y.cols, "orthonormalize: {}×{} has more columns than rows", y.rows, y.cols);
   require(scratch.buffer.size() >= y.elements() * 4, "orthonormalize: scratch holds {} bytes, needs {}",
           scratch.buffer.size(), y.elements() * 4);
-  DeviceMatrix g = device_matrix(ctx, y.cols, y.cols, "fit.orth.gram");
-  DeviceMatrix small = device_matrix(ctx, y.cols, y.cols, "fit.orth.factor");
+  // the Gram matrix and the factor cross between host and device every pass
+  DeviceMatrix g = host_matrix(ctx, y.cols, y.cols, "fit.orth.gram");
+  DeviceMatrix small = host_matrix(ctx, y.cols, y.cols, "fit.orth.factor");
   OrthonormalizeStats stats;
   int cholesky_passes = 0;  // plain passes since the basis became well conditioned
   bool shifted = false;

@@ -98,7 +98,8 @@ ScaledFactors randomized_svd(Context& ctx, const ResidualOperator& op, std::uint
   // Bᵀ = Rᵀ·Q [n][k]; B·Bᵀ [k][k] = U_B·Σ²·U_Bᵀ
   DeviceMatrix& bt = z;
   residual.apply_t(q, bt);
-  DeviceMatrix bbt = device_matrix(ctx, k, k, "fit.svd.bbt");
+  // the small matrices and the thin outputs cross to and from the host
+  DeviceMatrix bbt = host_matrix(ctx, k, k, "fit.svd.bbt");
   {
     Recorder rec(ctx);
     rec.add(product(ctx, bt, true, bt, false, bbt));
@@ -118,10 +119,10 @@ ScaledFactors randomized_svd(Context& ctx, const ResidualOperator& op, std::uint
       right[std::size_t{i} * kept + j] = root > 0 ? v / root : 0.0;
     }
   }
-  DeviceMatrix left_d = upload_matrix(ctx, left, k, kept, "fit.svd.left");
-  DeviceMatrix right_d = upload_matrix(ctx, right, k, kept, "fit.svd.right");
-  DeviceMatrix u_prime = device_matrix(ctx, m, kept, "fit.svd.u_prime");
-  DeviceMatrix v_prime = device_matrix(ctx, n, kept, "fit.svd.v_prime");
+  DeviceMatrix left_d = upload_matrix(ctx, left, k, kept, "fit.svd.left", MatrixMemory::host);
+  DeviceMatrix right_d = upload_matrix(ctx, right, k, kept, "fit.svd.right", MatrixMemory::host);
+  DeviceMatrix u_prime = host_matrix(ctx, m, kept, "fit.svd.u_prime");
+  DeviceMatrix v_prime = host_matrix(ctx, n, kept, "fit.svd.v_prime");
   {
     Recorder rec(ctx);
     rec.add(product(ctx, q, false, left_d, false, u_prime));
