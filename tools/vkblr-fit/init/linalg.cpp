@@ -12,8 +12,11 @@
 namespace vkblr::fit {
 namespace {
 
-// Smallest pieces of the rank-1 power iteration's products worth a thread.
-constexpr std::size_t kRowsPerThread = 64, kColumnsPerThread = 64;
+// The least multiply-adds a piece of the rank-one power iteration's
+// products must hold to be worth a thread of its own: each iteration starts
+// and joins its threads, which costs tens of microseconds, and the init's
+// factors are often as thin as m×32.
+constexpr std::size_t kProductsPerThread = std::size_t{1} << 18;
 
 using ColMajor = Eigen::MatrixXd;
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -94,8 +97,10 @@ SingularPair top_singular_pair_nonnegative(const MatrixF64& a) {
   Eigen::VectorXd next(static_cast<Eigen::Index>(cols));
   // The two products on every core; each output element is one sum in
   // index order, so the bits do not depend on the number of cores.
+  const std::size_t rows_per_thread = std::max<std::size_t>(1, kProductsPerThread / std::max<std::size_t>(cols, 1));
+  const std::size_t columns_per_thread = std::max<std::size_t>(1, kProductsPerThread / std::max<std::size_t>(rows, 1));
   const auto times_v = [&] {
-    parallel_ranges(rows, kRowsPerThread, [&](std::size_t begin, std::size_t end) {
+    parallel_ranges(rows, rows_per_thread, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         double sum = 0;
         for (std::size_t j = 0; j < cols; ++j) sum += values[i * cols + j] * v[static_cast<Eigen::Index>(j)];
@@ -104,7 +109,7 @@ SingularPair top_singular_pair_nonnegative(const MatrixF64& a) {
     });
   };
   const auto transposed_times_u = [&] {
-    parallel_ranges(cols, kColumnsPerThread, [&](std::size_t begin, std::size_t end) {
+    parallel_ranges(cols, columns_per_thread, [&](std::size_t begin, std::size_t end) {
       std::vector<double> sums(end - begin, 0.0);
       for (std::size_t i = 0; i < rows; ++i) {
         const double ui = u[static_cast<Eigen::Index>(i)];
