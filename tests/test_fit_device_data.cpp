@@ -128,6 +128,34 @@ GPU_TEST("device data: files uploaded as read (W f32, X f16), hashed by their by
   CHECK_THAT(vkt::error_of([&] { load_device_data(ctx, spec); }), ContainsSubstring("160 tokens"));
 }
 
+GPU_TEST("device data: held_out_only reads W and the held-out rows of X alone", "[fit][gpu][data]") {
+  vkt::TempDir dir;
+  const Matrix w = random_matrix(48, 64, 5);
+  Matrix x = random_matrix(160, 64, 6);
+  for (std::size_t i = 0; i < 96 * 64; ++i) x.values[i] = std::nanf("");  // training rows: not read
+  vkt::write_matrix_file(dir.file("w.safetensors"), w);
+  vkt::write_matrix_file(dir.file("x.safetensors"), x);
+  DataSpec spec{.weight_path = dir.file("w.safetensors"),
+                .activations_path = dir.file("x.safetensors"),
+                .train_tokens = 96,
+                .held_out_tokens = 32,
+                .held_out_only = true};
+  const DeviceData d = load_device_data(ctx, spec);
+  CHECK(d.train_tokens == 0);
+  CHECK(d.held_out_tokens == 32);
+  CHECK(!d.w16);
+  CHECK(d.w.buffer.download<float>(w.values.size()) == w.values);
+  const std::vector<std::uint16_t> held = d.tokens(d.train_tokens, 32).download<std::uint16_t>(32 * 64);
+  for (std::size_t i = 0; i < held.size(); ++i) REQUIRE(held[i] == f32_to_f16(x.values[96 * 64 + i]));
+  // a NaN among the held-out rows is still refused, naming its place in X
+  x.values[100 * 64 + 3] = std::nanf("");
+  vkt::write_matrix_file(dir.file("x.safetensors"), x);
+  CHECK_THAT(vkt::error_of([&] { load_device_data(ctx, spec); }), ContainsSubstring("[100][3]"));
+  // a fit's load reads the training rows, and refuses them
+  spec.held_out_only = false;
+  CHECK_THAT(vkt::error_of([&] { load_device_data(ctx, spec); }), ContainsSubstring("[0][0]"));
+}
+
 GPU_TEST("fit batches: targets X·Wᵀ and their norms against an f64 host product", "[fit][gpu][data]") {
   vkt::TempDir dir;
   const Matrix w = random_matrix(80, 64, 3), x = random_matrix(96, 64, 4);

@@ -33,6 +33,16 @@ struct CurveLayer {
   fit::DeviceData data;
 };
 
+// The files curve_layer writes, as a fit reads them.
+fit::DataSpec curve_data_spec(const vkt::TempDir& dir) {
+  fit::DataSpec spec;
+  spec.weight_path = dir.file("w.safetensors");
+  spec.activations_path = dir.file("x.safetensors");
+  spec.train_tokens = kTrain;
+  spec.held_out_tokens = kHeldOut;
+  return spec;
+}
+
 // A 128×96 synthetic W and X of kTrain + kHeldOut tokens (f16 in the file),
 // through the files and load_device_data as a fit reads them.
 CurveLayer curve_layer(Context& ctx, const vkt::TempDir& dir) {
@@ -49,12 +59,7 @@ CurveLayer curve_layer(Context& ctx, const vkt::TempDir& dir) {
   for (std::size_t i = 0; i < l.held_out.values.size(); ++i) {
     l.held_out.values[i] = f16_to_f32(f32_to_f16(x.values[std::size_t{kTrain} * kN + i]));
   }
-  fit::DataSpec spec;
-  spec.weight_path = dir.file("w.safetensors");
-  spec.activations_path = dir.file("x.safetensors");
-  spec.train_tokens = kTrain;
-  spec.held_out_tokens = kHeldOut;
-  l.data = fit::load_device_data(ctx, spec);
+  l.data = fit::load_device_data(ctx, curve_data_spec(dir));
   return l;
 }
 
@@ -88,6 +93,11 @@ GPU_TEST("rank curve: rank r's point is the held-out error of the Dual-SVID init
     CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, paths}, fit::ScaleDtype::f16, 9) ==
           std::vector<double>(curve.begin(), curve.begin() + 2));
   }
+  // the allocation loads W and the held-out tokens alone: the same curve
+  fit::DataSpec held_out_only = curve_data_spec(dir);
+  held_out_only.held_out_only = true;
+  CHECK(fit::measure_rank_curve(ctx, fit::load_device_data(ctx, held_out_only), {kM, kN, 96, 2}, fit::ScaleDtype::f16,
+                                9) == fit::measure_rank_curve(ctx, l.data, {kM, kN, 96, 2}, fit::ScaleDtype::f16, 9));
   // f32 scales are not rounded: another curve
   CHECK(fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, 2}, fit::ScaleDtype::f32, 9) !=
         fit::measure_rank_curve(ctx, l.data, {kM, kN, 64, 2}, fit::ScaleDtype::f16, 9));

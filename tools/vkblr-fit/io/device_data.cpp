@@ -54,10 +54,11 @@ double upload_f32(const MatrixSource& src, std::uint64_t rows, Buffer& dst, cons
   return max_abs;
 }
 
-// Rows [0, rows) of `src` into dst f16 [rows][cols] on the device: F16 data
-// bit for bit; other dtypes converted to f32 on the host and to f16 on the
-// device (narrow_rows, round to nearest even).
-double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t rows, Buffer& dst, const char* what) {
+// Rows [first, first + rows) of `src` into dst f16 [rows][cols] on the
+// device: F16 data bit for bit; other dtypes converted to f32 on the host
+// and to f16 on the device (narrow_rows, round to nearest even).
+double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t first, std::uint64_t rows, Buffer& dst,
+                  const char* what) {
   const std::uint64_t cols = src.cols();
   const std::uint64_t chunk_rows = f16_chunk_rows(ctx, cols, kChunkFloats / cols, rows);
   if (src.dtype() == Dtype::F16) {
@@ -65,10 +66,10 @@ double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t rows, Buf
     double max_abs = 0;
     for (std::uint64_t r = 0; r < rows; r += chunk_rows) {
       const std::uint64_t count = std::min(chunk_rows, rows - r);
-      const MatrixSource::ValueStats s = src.read_rows(r, count, std::span(scan.data(), count * cols));
-      check_values(src, s, r, what);
+      const MatrixSource::ValueStats s = src.read_rows(first + r, count, std::span(scan.data(), count * cols));
+      check_values(src, s, first + r, what);
       max_abs = std::max(max_abs, s.max_abs);
-      const std::span<const std::byte> b = src.bytes(r, count);
+      const std::span<const std::byte> b = src.bytes(first + r, count);
       dst.write(b.data(), b.size(), r * cols * 2);
     }
     return max_abs;
@@ -79,8 +80,8 @@ double upload_f16(Context& ctx, const MatrixSource& src, std::uint64_t rows, Buf
   for (std::uint64_t r = 0; r < rows; r += chunk_rows) {
     const std::uint64_t count = std::min(chunk_rows, rows - r);
     const std::span<float> part(staging.data(), count * cols);
-    const MatrixSource::ValueStats s = src.read_rows(r, count, part);
-    check_values(src, s, r, what);
+    const MatrixSource::ValueStats s = src.read_rows(first + r, count, part);
+    check_values(src, s, first + r, what);
     max_abs = std::max(max_abs, s.max_abs);
     wide.write(part.data(), part.size_bytes());
     Recorder rec(ctx);
@@ -156,10 +157,15 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
   }
   d.m = d.w.rows;
   d.n = d.w.cols;
-  make_w16(ctx, d);
+  if (!spec.held_out_only) make_w16(ctx, d);
 
-  // X: training tokens, then held-out ones
-  const std::uint64_t x_bytes = need * d.n * 2;
+  // X: training tokens, then held-out ones (of a file, only the held-out
+  // ones for held_out_only)
+  const bool skip_training = spec.held_out_only && !spec.activations_path.empty();
+  const std::uint64_t first_row = skip_training ? spec.train_tokens : 0;
+  const std::uint64_t rows = need - first_row;
+  if (skip_training) d.train_tokens = 0;
+  const std::uint64_t x_bytes = rows * d.n * 2;
   d.x_in_host_memory = spec.x_memory == DataSpec::XMemory::host ||
                        (spec.x_memory == DataSpec::XMemory::automatic && ctx.caps().device_type != "cpu" &&
                         static_cast<double>(x_bytes) > 0.5 * static_cast<double>(ctx.caps().device_local_bytes));
@@ -184,9 +190,9 @@ DeviceData load_device_data(Context& ctx, const DataSpec& spec) {
     require(src.rows() >= need,
             "activations {} have {} tokens; {} training + {} held-out are needed (--tokens, --held-out)",
             src.source(), src.rows(), spec.train_tokens, spec.held_out_tokens);
-    d.activation_max_abs = upload_f16(ctx, src, need, d.x16, "X");
-    check_largest(src, d.activation_max_abs, "X");
-    d.activation_hash = xxh3_64(src.bytes(0, need));
+    d.activation_max_abs = upload_f16(ctx, src, first_row, rows, d.x16, "X");
+    if (!skip_training) check_largest(src, d.activation_max_abs, "X");  // a fit's load checks the whole X
+    d.activation_hash = xxh3_64(src.bytes(first_row, rows));
     d.activation_source = src.source();
   }
   return d;

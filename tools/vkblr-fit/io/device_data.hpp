@@ -36,13 +36,19 @@ struct DataSpec {
   double activation_decay = 1.0;
   std::uint64_t seed = 1;
   enum class XMemory { automatic, device, host } x_memory = XMemory::automatic;
+  // Only what a held-out error needs (the rank curves of --model-bpw): W
+  // f32, and of a file's X only the held-out rows [train_tokens,
+  // train_tokens + held_out_tokens) (DeviceData::train_tokens is then 0,
+  // the rows before them neither read, checked nor hashed); no f16 W.
+  // Synthetic X is made whole, as for a fit.
+  bool held_out_only = false;
 };
 
 struct DeviceData {
   std::uint32_t m = 0, n = 0;
   std::uint32_t train_tokens = 0, held_out_tokens = 0;
   DeviceMatrix w;  // f32 [m][n]
-  Buffer w16;      // f16 [m][n]
+  Buffer w16;      // f16 [m][n] (none with DataSpec::held_out_only)
   Buffer x16;      // f16 [train_tokens + held_out_tokens][n]
   bool x_in_host_memory = false;  // x16 is host memory the device reads (DataSpec::x_memory)
   std::string weight_source, activation_source;

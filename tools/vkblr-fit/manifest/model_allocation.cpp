@@ -45,7 +45,9 @@ BudgetView budget_view(const std::vector<PlannedLayer>& layers) {
 std::vector<double> layer_curve(Context& ctx, const PlannedLayer& l, std::uint32_t max_rank) {
   FitOptions o = l.options;
   resolve_fit_defaults(o, ctx.caps());
-  const DeviceData data = load_device_data(ctx, fit_data_spec(o, 0));
+  DataSpec spec = fit_data_spec(o, 0);
+  spec.held_out_only = true;
+  const DeviceData data = load_device_data(ctx, spec);
   return measure_rank_curve(ctx, data, {l.shape.m, l.shape.n, max_rank, l.shape.paths}, o.scale_dtype, o.seed);
 }
 
