@@ -58,7 +58,7 @@ struct FitOptions {
   // steps, rounded down
   std::optional<std::uint32_t> warmup;
   // The defaults (Adam on the sign latents at 0.02 with no flip budget, no
-  // refit) are the best overall of the recipe table in docs/benchmarks.md
+  // refit) are the best overall of the recipe table in CHANGELOG.md, 2026-12-04
   // (three layer families, each optimizer, learning rates, budgets, refit).
   SignOpt sign_opt = SignOpt::adam;
   float sign_lr = 0.02f;  // 0: the signs stay as the init (and refit) left them

@@ -143,7 +143,7 @@ GemmKernel default_gemm_kernel(const Context& ctx) {
   const GemmPolicy& policy = ctx.gemm_policy();
   const bool coopmat = device_has_gemm_kernel(caps, GemmKernel::coopmat) && policy.coopmat;
   // coopmat2 only when asked: where measured it sped up the plane mode but
-  // slowed the bitmap modes and the blr step (docs/benchmarks.md, "GEMM")
+  // slowed the bitmap modes and the blr step (docs/benchmarks.md, "The GEMM defaults against the alternatives")
   if (coopmat && device_has_gemm_kernel(caps, GemmKernel::coopmat2) && policy.coopmat2) {
     return GemmKernel::coopmat2;
   }
@@ -178,7 +178,7 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
   if (kernel == GemmKernel::plain) return {64, 64, 32, 4, 4, 1, kernel};
   if (kernel == GemmKernel::coopmat2) {
     // the largest candidate the device takes whose tile the output fills
-    // (the tile sweep in docs/benchmarks.md, "GEMM")
+    // (the tile sweep in docs/benchmarks.md, "The GEMM defaults against the alternatives")
     const GemmTile candidates[] = {{128, 128, 64, 32, 64, 8, kernel}, {64, 64, 64, 32, 32, 8, kernel}};
     for (const GemmTile& t : candidates) {
       if ((m >= t.bm && n >= t.bn) && tile_problem(caps, t).empty()) return t;
@@ -194,7 +194,7 @@ GemmTile gemm_tile_for(const Context& ctx, std::uint32_t m, std::uint32_t n, std
     // 4 subgroups of 64×64 on large outputs; 4 of 32×32 where a 128-wide
     // tile would leave most of the device idle; one stage where the shared
     // memory of two would cost a workgroup per multiprocessor (the tile and
-    // stage sweeps in docs/benchmarks.md, "GEMM")
+    // stage sweeps in docs/benchmarks.md, "The GEMM defaults against the alternatives")
     if (m >= 128 && n >= 128) return {128, 128, 32, 64, 64, 1, kernel};
     return {64, 64, 32, 32, 32, 2, kernel};
   }
@@ -212,7 +212,7 @@ std::uint32_t gemm_splits_for(const Context& ctx, const GemmTile& tile, std::uin
       std::uint64_t{detail::ceil_div(m, tile.bm)} * detail::ceil_div(n, tile.bn) * std::max(1u, gemms);
   // Split K until about kTargetGroups workgroups run, each layer at least
   // kMinLayerK deep; the caller's GEMMs of this shape count together (the split-K sweeps
-  // in docs/benchmarks.md, "GEMM" and "blr layer step")
+  // in docs/benchmarks.md, "The GEMM defaults against the alternatives" and "Paths side by side")
   constexpr std::uint64_t kTargetGroups = 256, kMinLayerK = 512;
   const std::uint64_t by_groups = std::max<std::uint64_t>(1, (kTargetGroups + tiles / 2) / tiles);
   const std::uint64_t by_k = std::max<std::uint64_t>(1, k / kMinLayerK);
@@ -252,12 +252,12 @@ Ops gemm_dispatches(Context& ctx, const Buffer& act, const B& b, GemmB mode, con
             {GEMM_SPEC_STAGES, tile.stages}};
     // K tiles in flight: two ahead for the bitmap modes (a word and 16
     // halves of A more in registers), one for the plane, whose extra 32
-    // registers pass the budget (docs/benchmarks.md, "GEMM")
+    // registers pass the budget (docs/benchmarks.md, "The GEMM defaults against the alternatives")
     if (tile.kernel == GemmKernel::coopmat) {
       spec.push_back({GEMM_SPEC_PREFETCH, tile.prefetch ? tile.prefetch : (mode == GemmB::plane ? 1u : 2u)});
       // bits_n words four K tiles at a time (one 16-byte load per row), where
       // every layer's words start at a multiple of 4 in rows of a multiple of
-      // 4 words (docs/benchmarks.md, "GEMM")
+      // 4 words (docs/benchmarks.md, "The GEMM defaults against the alternatives")
       const bool group = mode == GemmB::bits_n && tile.bk == 32 && k % 128 == 0 &&
                          (splits == 1 || k_split % 128 == 0) && ctx.gemm_policy().word_groups;
       spec.push_back({GEMM_SPEC_WORD_GROUP, group ? 4u : 1u});
