@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the same-bits work: results that must not depend on
 # the thread or rank count, and the bit budget's allocation time.
+#   suite    the Catch2 suite under validation ($B/vkblr-tests), its log in
+#            the archive
 #   data     the six-layer block (llm_manifest.py --layout block1k: q, k, o,
 #            gate, up, down of hidden 1024, MLP 2816; 32768 + 4096 tokens)
 #            and the 8-layer LLM slice (--layout llama8b), on the GPU
@@ -21,14 +23,16 @@
 #            and the baseline's (all cores) init stage wall time
 # Binaries in $B (default .gpu): vkblr-fit (and prof-vkblr-fit for
 # PROFILE=1), gzipped or not. Stages print their key figures on stdout and
-# write logs and JSON under $OUT as they go.
+# write logs and JSON under $OUT as they go; at the end everything under
+# $OUT is packed into $OUT/same-bits.tgz (only 8 files come back from a
+# call).
 #
 # Here, before the call:
 #   tools/dev/devenv.sh run -- sh -c 'cmake --preset device && cmake --build --preset device -j2'
 #   tools/dev/device-kit.sh
 #   mkdir -p .gpu && strip -o .gpu/vkblr-fit build/device/tools/vkblr-fit && gzip -f .gpu/vkblr-fit
 # and carry [".gpu", ".devkit/lib", ".devkit/debs", ".devkit/layers.tgz", ".devkit/mpi.tar.gz"].
-# Stages: tools/lab/same-bits-checks.sh [stage...] (default: data ranks budget llm threads).
+# Stages: tools/lab/same-bits-checks.sh [stage...] (default: suite data ranks budget llm threads).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -d .devkit/layers ] || { mkdir -p .devkit/layers && tar -C .devkit -xzf .devkit/layers.tgz; }
@@ -40,7 +44,7 @@ export VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 log() { echo "== $* ($(date +%T))"; }
-stages=${*:-data ranks budget llm threads}
+stages=${*:-suite data ranks budget llm threads}
 want() { [[ " $stages " == *" $1 "* ]]; }
 now() { date +%s.%N; }
 since() { python3 -c "import sys; print(round($(now) - $1, 1))"; }
@@ -77,6 +81,12 @@ PY
 
 $B/vkblr-info > "$OUT/info.txt" 2>&1
 head -2 "$OUT/info.txt"; nproc; grep -m1 "model name" /proc/cpuinfo
+
+if want suite; then
+  log suite under validation
+  $B/vkblr-tests --reporter compact > "$OUT/suite.log" 2>&1
+  echo "rc $?"; tail -3 "$OUT/suite.log"; grep -E "FAILED|failed" "$OUT/suite.log" | head -20
+fi
 
 if want data; then
   log data: the six-layer block and the 8-layer LLM slice
@@ -160,3 +170,4 @@ if want threads; then
   done
 fi
 log done
+(cd "$OUT" && tar -czf /tmp/same-bits.tgz --exclude same-bits.tgz . && mv /tmp/same-bits.tgz .)
