@@ -9,11 +9,12 @@
 # and dsyevd of 352×352 and more (OpenBLAS splits their sums by its thread
 # count from 128 rows on), dpotrs and dsysv. Every run's model file must
 # be the first's, byte for byte.
-#   threads: one process with all cores; under taskset -c 0; with
-#            OPENBLAS_NUM_THREADS=1; with GOTO_NUM_THREADS=1 and
-#            OMP_NUM_THREADS=1; with OPENBLAS_NUM_THREADS at twice the
-#            cores. On a machine of one core the thread counts cannot
-#            differ: the test says so and is skipped.
+#   threads: one process with all cores; under taskset -c 0 (and -c 0,1
+#            where there are more than 2 cores); with OPENBLAS_NUM_THREADS=1;
+#            with GOTO_NUM_THREADS=1 and OMP_NUM_THREADS=1; with
+#            OPENBLAS_NUM_THREADS at twice the cores. On a machine of one
+#            core the thread counts cannot differ: the test says so and is
+#            skipped.
 #   ranks:   one process with all cores; mpirun -np 2, each rank with one
 #            OpenBLAS thread (OPENBLAS_NUM_THREADS=1, what mpirun's default
 #            binding of a rank to one core gives), the layers spread over
@@ -112,6 +113,10 @@ if(MODE STREQUAL "threads")
     expect_same(taskset)
   else()
     message(STATUS "no taskset: that run is left out")
+  endif()
+  if(TASKSET AND cores GREATER 2)
+    run(taskset_2 ${TASKSET} -c 0,1 ${FIT})
+    expect_same(taskset_2)
   endif()
   run(openblas_1 ${CMAKE_COMMAND} -E env OPENBLAS_NUM_THREADS=1 ${FIT})
   expect_same(openblas_1)
