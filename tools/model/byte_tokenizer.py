@@ -28,14 +28,13 @@ library (which splits added tokens out first) and encode() differ.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vkblr-fit", "python"))
-from safetensors_file import write_file_atomic  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_file import write_json_atomic  # noqa: E402
 
 BYTES = 256
 EOT = 256
@@ -100,11 +99,6 @@ def tokenizer_config(context: int) -> dict:
             "model_max_length": context, "clean_up_tokenization_spaces": False,
             "added_tokens_decoder": {str(EOT): {"content": EOT_TEXT, "single_word": False, "lstrip": False,
                                                 "rstrip": False, "normalized": False, "special": True}}}
-
-
-def write_json_atomic(path: str, value) -> None:
-    text = json.dumps(value, indent=1, ensure_ascii=False) + "\n"
-    write_file_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_tokenizer_files(directory: str, context: int) -> None:

@@ -29,7 +29,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "vkblr-fit", "python"))
-from byte_tokenizer import write_json_atomic, write_tokenizer_files  # noqa: E402
+from atomic_file import write_json_atomic  # noqa: E402
+from byte_tokenizer import write_tokenizer_files  # noqa: E402
 from dump_calibration import save_tensors  # noqa: E402
 from llama import ConfigError, LlamaConfig, LlamaForCausalLM  # noqa: E402
 from safetensors_file import SafetensorsError, SafetensorsFile  # noqa: E402

@@ -23,8 +23,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vkblr-fit", "python"))
-from safetensors_file import write_file_atomic  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_file import write_bytes_atomic  # noqa: E402
 
 FORMAT, VERSION = "vkblr-corpus", 1
 SPLITS = ("train", "heldout")
@@ -77,11 +77,11 @@ def write_corpus(out_dir: str, train: list, heldout: list, source: dict) -> dict
     files = {}
     for split, docs in zip(SPLITS, (train, heldout)):
         data = encode_jsonl(docs)
-        write_file_atomic(os.path.join(out_dir, f"{split}.jsonl"), lambda f, d=data: f.write(d))
+        write_bytes_atomic(os.path.join(out_dir, f"{split}.jsonl"), data)
         files[split] = file_entry(f"{split}.jsonl", docs, data)
     manifest = {"format": FORMAT, "format_version": VERSION, **source, "files": files}
     text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-    write_file_atomic(os.path.join(out_dir, "corpus.json"), lambda f: f.write(text.encode()))
+    write_bytes_atomic(os.path.join(out_dir, "corpus.json"), text.encode())
     return manifest
 
 

@@ -50,7 +50,7 @@ from checkpoint import load_checkpoint  # noqa: E402
 from corpus import read_documents  # noqa: E402
 from load_blr import read_blr, replace_linear_weights  # noqa: E402
 from model_bits import model_bits  # noqa: E402
-from byte_tokenizer import write_json_atomic  # noqa: E402
+from atomic_file import write_json_atomic  # noqa: E402
 
 
 def window_plan(total: int, context: int, stride: int) -> list:

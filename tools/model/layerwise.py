@@ -46,7 +46,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "vkblr-fit", "python"))
-from byte_tokenizer import write_json_atomic  # noqa: E402
+from atomic_file import write_json_atomic  # noqa: E402
 from checkpoint import load_checkpoint  # noqa: E402
 from corpus import CorpusError  # noqa: E402
 from dump_calibration import dump_calibration, name_matcher, parse_setting  # noqa: E402

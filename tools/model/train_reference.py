@@ -50,7 +50,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from byte_tokenizer import write_json_atomic  # noqa: E402
+from atomic_file import write_json_atomic  # noqa: E402
 from checkpoint import save_checkpoint  # noqa: E402
 from corpus import CorpusError, read_manifest  # noqa: E402
 from evaluate import evaluate_tokens, heldout_tokens  # noqa: E402
