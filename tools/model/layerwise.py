@@ -5,7 +5,7 @@ the result by the model: held-out perplexity and bits per byte.
     python3 tools/model/layerwise.py --model DIR --corpus .corpus --fit VKBLR_FIT --out WORK
         (--bpw B | --model-bpw B | --set rank=R) [--sequential] [--layers "model.layers.*_proj"]
         [--batch 4096] [--calibration-tokens N] [--set KEY=VALUE ...] [--seed 1]
-        [--device cpu] [--eval-documents N] [--eval-batch 8] [--no-dense-eval]
+        [--device cpu] [--eval-documents N] [--eval-batch 8] [--no-dense-eval] [--resume]
 
 One shot (the default): the calibration text, ceil(N / context) windows of
 the training split (token_data.calibration_batches, seeded by --seed; N =
@@ -58,12 +58,14 @@ from token_data import calibration_batches  # noqa: E402
 DEFAULT_LAYERS = "model.layers.*_proj"
 
 
-def run_fit(fit: str, manifest: str, prefix: str, model_bpw: float | None, log: str) -> dict:
-    """vkblr-fit --manifest MANIFEST --out PREFIX [--model-bpw B], its output in `log`; returns
-    its command line, wall time and report totals."""
+def run_fit(fit: str, manifest: str, prefix: str, model_bpw: float | None, log: str, resume: bool = False) -> dict:
+    """vkblr-fit --manifest MANIFEST --out PREFIX [--model-bpw B] [--resume], its output in `log`;
+    returns its command line, wall time and report totals."""
     command = [fit, "--manifest", manifest, "--out", prefix]
     if model_bpw is not None:
         command += ["--model-bpw", repr(model_bpw)]
+    if resume:
+        command += ["--resume"]
     started = time.time()
     with open(log, "w") as out:
         rc = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
@@ -83,7 +85,7 @@ def fit_one_shot(args, model, batches, settings) -> list:
     dump_calibration(model, batches, calib, layers=args.layers, batch=args.batch, max_tokens=args.calibration_tokens,
                      settings=settings, seed=args.seed)
     return [run_fit(args.fit, os.path.join(calib, "job.json"), os.path.join(args.out, "blr"), args.model_bpw,
-                    os.path.join(args.out, "vkblr-fit.log"))]
+                    os.path.join(args.out, "vkblr-fit.log"), args.resume)]
 
 
 def fit_sequential(args, model, batches, settings) -> list:
@@ -99,7 +101,7 @@ def fit_sequential(args, model, batches, settings) -> list:
         dump_calibration(model, batches, os.path.join(work, "calib"), layers=names, batch=args.batch,
                          max_tokens=args.calibration_tokens, settings=settings, seed=args.seed)
         run = run_fit(args.fit, os.path.join(work, "calib", "job.json"), os.path.join(work, "blr"), args.model_bpw,
-                      os.path.join(work, "vkblr-fit.log"))
+                      os.path.join(work, "vkblr-fit.log"), args.resume)
         run["block"] = b
         runs.append(run)
         replace_linear_weights(model, read_blr_model(run["model_file"]))
@@ -183,6 +185,8 @@ def main(argv=None) -> int:
     parser.add_argument("--eval-documents", type=int, help="evaluate on the first N held-out documents only")
     parser.add_argument("--eval-batch", type=int, default=8, help="windows per forward pass in the evaluation")
     parser.add_argument("--no-dense-eval", action="store_true", help="evaluate only the compressed model")
+    parser.add_argument("--resume", action="store_true", help="pass --resume to vkblr-fit: layers an interrupted "
+                        "run finished in the work directory are taken from it (the dump is the same again)")
     args = parser.parse_args(argv)
     try:
         layerwise(args)

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The reference-model figures (docs/models.md), on one H100/H200 of the
+# `device` tool, a stage or a few per call (a call has 10 minutes; the work
+# directory .model-work/ stays on the machine between calls while it is
+# warm, so the stages of one session build on each other):
+#   train      train the reference model (tools/model/train_reference.py,
+#              ~5 min), its held-out figures, and hf_check.py (transformers
+#              loads it: the same logits, the same token ids)
+#   bpw1 bpw1.5 bpw2
+#              layer-wise, uniform 1 / 1.5 / 2 bpw per layer: dump the
+#              calibration inputs (36864 training tokens), vkblr-fit
+#              --manifest with its GPU defaults, evaluate (layerwise.py)
+#   model-bpw1 the same with --model-bpw 1 (the budget over all 56 layers)
+#   seq1       sequential calibration at 1 bpw (block by block)
+#   peer peer4x
+#              the whole-model peer (tools/lab/qat_peer.py) at 1 bpw on the
+#              calibration tokens and on 4x them: learning rates 3e-4, 1e-3,
+#              3e-3 (best kept), torch.compile reduce-overhead (CUDA graphs),
+#              a flip check (eager against compiled), and a failure if a
+#              timed run flips no sign
+#   table      the compact table of all the stages done, and
+#              $OUT/model-checks.json
+# Each stage writes its report under .model-work/ and copies it to $OUT
+# (at most 8 files come back from a call: a stage writes one or two); a
+# layer-wise stage cut off by the call's limit continues where it stopped
+# when run again (vkblr-fit --resume). Whole-model bits per weight count
+# every parameter: the blr layers as stored, the embeddings, norms and head
+# at 16 bits (tools/model/model_bits.py); the dense model is 16 bits per
+# weight by the same count.
+#
+# Here, before the calls (the device preset's vkblr-fit, the Vulkan loader
+# of the dev root, the corpus packed):
+#   tools/dev/devenv.sh run -- sh -c 'cmake --preset device && cmake --build --preset device -j2 --target vkblr-fit'
+#   tools/dev/device-kit.sh
+#   tools/dev/devenv.sh run -- python3 tools/model/make_corpus.py --out .corpus
+#   mkdir -p .gpu && strip -o .gpu/vkblr-fit build/device/tools/vkblr-fit && gzip -f .gpu/vkblr-fit
+#   tar -czf .gpu/corpus.tgz .corpus
+# and carry [".gpu", ".devkit/lib", ".devkit/debs"]. Then, one call each:
+#   tools/lab/model-checks.sh train
+#   tools/lab/model-checks.sh bpw1 bpw1.5
+#   tools/lab/model-checks.sh bpw2 model-bpw1
+#   tools/lab/model-checks.sh seq1
+#   tools/lab/model-checks.sh peer peer4x table
+# (stages left out run when named later; `table` may run any time).
+#
+# --toy: the same stages at toy size on this machine's CPU, the corpus a
+# stand-in package (tests/fit/model_fixture.py), vkblr-fit the release
+# build on lavapipe (FIT=... to name another): a dry run of this script.
+# At toy size no layer can take 1-2 bpw (rank 32 of a 64-wide layer is
+# ~3 bpw), so the bpw stages fit rank 32 and --model-bpw is 4.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+TOY=0
+if [ "${1:-}" = "--toy" ]; then TOY=1; shift; fi
+W=${WORK:-.model-work}
+OUT=${OUT:-/tmp/out}
+mkdir -p "$W" "$OUT"
+log() { echo "== $* ($(date +%T))"; }
+stages=${*:-train bpw1 bpw1.5 bpw2 model-bpw1 seq1 peer peer4x table}
+
+if [ $TOY = 1 ]; then
+  FIT=${FIT:-build/release/tools/vkblr-fit}
+  CORPUS=$W/corpus
+  if [ ! -f "$CORPUS/corpus.json" ]; then
+    python3 -c "import sys; sys.path.insert(0, 'tests/fit'); import model_fixture as m; print(m.make_fake_deb('$W'))" \
+      && python3 tools/model/make_corpus.py --deb "$W/fake-doc_1.0_all.deb" --out "$CORPUS" --min-total-bytes 1000 \
+        --held-out-bytes 20000 || exit 1
+  fi
+  TRAIN=(--preset toy --steps 30)
+  LW=(--batch 64 --set steps=20 --eval-batch 8)
+  declare -A SIZE=([bpw1]="--set rank=32" [bpw1.5]="--set rank=32" [bpw2]="--set rank=32" [model-bpw1]="--model-bpw 4"
+                   [seq1]="--set rank=32")
+  PEER=(--rank 32 --steps 20 --eval-every 10 --lr 1e-3,1e-2 --compile none --device cpu
+        --flip-check 3 --require-flips)
+  DEVICE=cpu
+else
+  [ -f .devkit/lib/libvulkan.so.1 ] || { echo "model-checks: .devkit/lib is missing (tools/dev/device-kit.sh, carry it)"; exit 1; }
+  source tools/dev/device-env.sh
+  [ -e .gpu/vkblr-fit ] || gunzip -k .gpu/vkblr-fit.gz || exit 1
+  chmod +x .gpu/vkblr-fit
+  FIT=.gpu/vkblr-fit
+  export VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
+  [ -f .corpus/corpus.json ] || tar -xzf .gpu/corpus.tgz || exit 1
+  CORPUS=.corpus
+  TRAIN=(--preset reference --max-seconds 285)
+  LW=(--batch 4096 --device cuda --eval-batch 16)
+  declare -A SIZE=([bpw1]="--bpw 1" [bpw1.5]="--bpw 1.5" [bpw2]="--bpw 2" [model-bpw1]="--model-bpw 1" [seq1]="--bpw 1")
+  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr 3e-4,1e-3,3e-3 --compile reduce-overhead --device cuda
+        --flip-check 5 --require-flips)
+  DEVICE=cuda
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+fi
+REF=$W/reference
+now() { date +%s.%N; }
+since() { python3 -c "print(round($(now) - $1, 1))"; }
+
+for stage in $stages; do
+  t0=$(now)
+  case $stage in
+    train)
+      log "train the reference model"
+      python3 tools/model/train_reference.py --corpus "$CORPUS" --out "$REF" "${TRAIN[@]}" 2>&1 | tee "$W/train.log" | tail -6
+      cp "$REF/report.json" "$OUT/train.json" 2>/dev/null
+      python3 tools/model/hf_check.py --model "$REF" --corpus "$CORPUS" --device $DEVICE --json "$W/hf_check.json"
+      echo "hf_check rc $?"; cp "$W/hf_check.json" "$OUT/" 2>/dev/null
+      ;;
+    bpw1 | bpw1.5 | bpw2 | model-bpw1 | seq1)
+      log "layer-wise $stage"
+      extra=""; [ $stage = seq1 ] && extra=--sequential
+      # shellcheck disable=SC2086
+      python3 tools/model/layerwise.py --model "$REF" --corpus "$CORPUS" --fit "$FIT" --out "$W/$stage" ${SIZE[$stage]} \
+        $extra "${LW[@]}" --no-dense-eval --resume 2>&1 | grep -v "tokens seen" | tee "$W/$stage.log" | tail -4
+      cp "$W/$stage/report.json" "$OUT/$stage.json" 2>/dev/null
+      ;;
+    peer | peer4x)
+      log "the whole-model peer: $stage"
+      tokens=36864; [ $stage = peer4x ] && tokens=147456
+      [ $TOY = 1 ] && { tokens=576; [ $stage = peer4x ] && tokens=2304; }
+      python3 tools/lab/qat_peer.py --model "$REF" --corpus "$CORPUS" --out "$W/$stage.json" --train-tokens $tokens \
+        "${PEER[@]}" 2>&1 | tee "$W/$stage.log" | grep -v "^  lr" | tail -8
+      cp "$W/$stage.json" "$OUT/" 2>/dev/null
+      ;;
+    table)
+      log table
+      python3 - "$W" "$OUT/model-checks.json" <<'PY' | tee "$OUT/model-checks.txt"
+import json, os, sys
+w, out = sys.argv[1], sys.argv[2]
+def load(path):
+    try:
+        with open(os.path.join(w, path)) as f:
+            return json.load(f)
+    except OSError:
+        return None
+rows, summary = [], {}
+train = load("reference/report.json")
+if train:
+    h = train["heldout"]
+    summary["reference"] = {"parameters": train["parameters"], "training_tokens": train["training_tokens"],
+                            "loop_wall_s": train["loop_wall_s"], "stopped_early": train["stopped_early"],
+                            "perplexity": h["perplexity"], "bits_per_byte": h["bits_per_byte"],
+                            "tokens_scored": h["tokens_scored"], "bytes": h["bytes"], "device": train["device"]}
+    rows.append(("dense reference", 16.0, None, h["perplexity"], h["bits_per_byte"], train["loop_wall_s"],
+                 f"{train['training_tokens'] / 1e6:.1f} M training tokens"))
+for stage, label in (("bpw1", "layer-wise 1 bpw"), ("bpw1.5", "layer-wise 1.5 bpw"), ("bpw2", "layer-wise 2 bpw"),
+                     ("model-bpw1", "layer-wise --model-bpw 1"), ("seq1", "sequential 1 bpw")):
+    r = load(f"{stage}/report.json")
+    if r:
+        e, b = r["evaluation"]["blr"], r["model_bits"]
+        fit_s = sum(run["totals"].get("fit_wall_s", 0) for run in r["runs"])
+        summary[stage] = {"bpw_model": b["bpw"], "bpw_blr": b["blr"]["bpw"], "perplexity": e["perplexity"],
+                          "bits_per_byte": e["bits_per_byte"], "fit_wall_s": fit_s, "wall_s": r["wall_s"],
+                          "weighted_output_error": [run["totals"].get("weighted_output_error") for run in r["runs"]]}
+        rows.append((label, b["bpw"], b["blr"]["bpw"], e["perplexity"], e["bits_per_byte"], fit_s,
+                     f"{r['calibration']['tokens']} calibration tokens"))
+for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x calibration tokens")):
+    r = load(f"{stage}.json")
+    if r:
+        best, b = r["best"], r["model_bits"]
+        summary[stage] = {"bpw_model": b["bpw"], "bpw_blr": b["blr"]["bpw"], "best": best,
+                          "train_tokens": r["settings"]["train_tokens"], "compile_s": r.get("compile_s"),
+                          "lrs": {str(x["lr"]): x["final"]["bits_per_byte"] for x in r["runs"]},
+                          "flip_check": {k: sum(v) for k, v in r.get("flip_check", {}).items() if k != "steps"}}
+        rows.append((label, b["bpw"], b["blr"]["bpw"], best["perplexity"], best["bits_per_byte"], best["train_s"],
+                     f"lr {best['lr']:g}, {best['tokens'] / 1e6:.2f} M tokens seen, {best['flips']} flips"))
+print(f"{'model':30} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
+for label, bpw, blr, ppl, bpb, wall, note in rows:
+    blr_text = "-" if blr is None else f"{blr:.3f}"
+    print(f"{label:30} {bpw:7.3f} {blr_text:>8} {ppl:9.4f} {bpb:9.4f} {wall:8.1f}  {note}")
+with open(out, "w") as f:
+    json.dump(summary, f, indent=1)
+PY
+      ;;
+    *) echo "model-checks: unknown stage '$stage'"; exit 2 ;;
+  esac
+  echo "stage $stage: $(since "$t0") s"
+done
+log done
