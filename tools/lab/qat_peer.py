@@ -7,7 +7,7 @@ logits, after LittleBit's recipe).
     python3 tools/lab/qat_peer.py --model DIR --corpus .corpus --out OUT.json
         (--bpw 1 | --rank R | --from-blr FILE) [--paths 2] [--layers "model.layers.*_proj"]
         [--train-tokens 36864] [--steps 600] [--batch 8] [--lr 1e-3,3e-3] [--warmup 30]
-        [--temperature 1] [--latent-rms 0] [--compile none|default|reduce-overhead]
+        [--temperature 1] [--latent-rms 0] [--compile none|default|reduce-overhead|max-autotune|aot-eager]
         [--device cuda] [--eval-every 100] [--eval-documents N] [--flip-check 0]
         [--require-flips] [--seed 1]
 
@@ -36,6 +36,8 @@ bf16 autocast, fused Adam; --compile compiles the loss (forward and
 backward; reduce-overhead adds CUDA graphs), compiled once and reused for
 every learning rate (the parameters are reset in place), its compile time
 measured apart (3 warm-up steps, then the parameters and optimizer reset).
+aot-eager compiles with dynamo and AOTAutograd but generates no code (a
+check of the compiled step's gradients where inductor cannot run).
 
 Sign flips are counted after every step (the signs before and after each
 optimizer step, on the device, read at the end): the report has the count
@@ -214,8 +216,12 @@ class Trainer:
             kl = (target_logp.exp() * (target_logp - logp)).sum(-1).mean()
             return kl * t * t
         self.eager = loss_fn
-        self.compiled = loss_fn if args.compile == "none" else torch.compile(loss_fn, mode=None if args.compile
-                                                                             == "default" else args.compile)
+        if args.compile == "none":
+            self.compiled = loss_fn
+        elif args.compile == "aot-eager":  # dynamo and AOTAutograd without code generation: a CPU check
+            self.compiled = torch.compile(loss_fn, backend="aot_eager")
+        else:
+            self.compiled = torch.compile(loss_fn, mode=None if args.compile == "default" else args.compile)
 
     def optimizer(self, lr: float):
         params = blr_parameters(self.student, self.names)
@@ -327,6 +333,11 @@ def peer(args) -> dict:
     print(f"qat_peer: {len(names)} layers, {bits['blr']['bpw']:.4f} bpw over them, whole model {bits['bpw']:.4f} "
           f"bpw; {windows.shape[0]} windows of {context} ({args.train_tokens} tokens); dense "
           f"{dense_eval['bits_per_byte']:.4f}, init {init_eval['bits_per_byte']:.4f} bits per byte", flush=True)
+    if args.compile != "none":  # compile before anything is timed
+        t0 = time.time()
+        trainer.run(lrs[0], 3, compiled=True)
+        reset(student, names, init)
+        result["compile_s"] = round(time.time() - t0, 3)
     if args.flip_check:
         eager = trainer.run(lrs[0], args.flip_check, compiled=False)
         reset(student, names, init)
@@ -336,11 +347,9 @@ def peer(args) -> dict:
                                 "compiled": compiled["flips_per_step"]}
         print(f"qat_peer: flip check, {args.flip_check} steps at lr {lrs[0]:g}: eager {eager['flips']} flips, "
               f"compiled ({args.compile}) {compiled['flips']}", flush=True)
-    if args.compile != "none":  # compile outside the timed runs
-        t0 = time.time()
-        trainer.run(lrs[0], 3, compiled=True)
-        reset(student, names, init)
-        result["compile_s"] = round(time.time() - t0, 3)
+        if args.require_flips and eager["flips"] > 0 and compiled["flips"] == 0:
+            raise ValueError(f"the compiled step ({args.compile}) flipped no sign where the eager one flipped "
+                             f"{eager['flips']}: its straight-through estimator does not train the signs")
     runs = []
     for lr in lrs:
         reset(student, names, init)
@@ -383,7 +392,8 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--latent-rms", type=float, default=0.0)
-    parser.add_argument("--compile", choices=["none", "default", "reduce-overhead", "max-autotune"], default="none")
+    parser.add_argument("--compile", choices=["none", "default", "reduce-overhead", "max-autotune", "aot-eager"],
+                        default="none")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--eval-documents", type=int)
