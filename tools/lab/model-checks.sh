@@ -49,7 +49,7 @@
 # At toy size no layer can take 1-2 bpw (rank 32 of a 64-wide layer is
 # ~3 bpw), so the bpw stages fit rank 32 and --model-bpw is 4.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 TOY=0
 if [ "${1:-}" = "--toy" ]; then TOY=1; shift; fi
 W=${WORK:-.model-work}
@@ -70,7 +70,7 @@ if [ $TOY = 1 ]; then
   LW=(--batch 64 --set steps=20 --eval-batch 8)
   declare -A SIZE=([bpw1]="--set rank=32" [bpw1.5]="--set rank=32" [bpw2]="--set rank=32" [model-bpw1]="--model-bpw 4"
                    [seq1]="--set rank=32")
-  PEER=(--rank 32 --steps 20 --eval-every 10 --lr 1e-3,1e-2 --compile none --device cpu
+  PEER=(--rank 32 --steps 20 --eval-every 10 --lr "1e-3,1e-2" --compile none --device cpu
         --flip-check 3 --require-flips)
   DEVICE=cpu
 else
@@ -85,7 +85,7 @@ else
   TRAIN=(--preset reference --max-seconds 285)
   LW=(--batch 4096 --device cuda --eval-batch 16)
   declare -A SIZE=([bpw1]="--bpw 1" [bpw1.5]="--bpw 1.5" [bpw2]="--bpw 2" [model-bpw1]="--model-bpw 1" [seq1]="--bpw 1")
-  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr 3e-4,1e-3,3e-3 --compile reduce-overhead --device cuda
+  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr "3e-4,1e-3,3e-3" --compile reduce-overhead --device cuda
         --flip-check 5 --require-flips)
   DEVICE=cuda
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -106,7 +106,7 @@ for stage in $stages; do
       ;;
     bpw1 | bpw1.5 | bpw2 | model-bpw1 | seq1)
       log "layer-wise $stage"
-      extra=""; [ $stage = seq1 ] && extra=--sequential
+      extra=""; [ "$stage" = seq1 ] && extra=--sequential
       # shellcheck disable=SC2086
       python3 tools/model/layerwise.py --model "$REF" --corpus "$CORPUS" --fit "$FIT" --out "$W/$stage" ${SIZE[$stage]} \
         $extra "${LW[@]}" --no-dense-eval --resume 2>&1 | grep -v "tokens seen" | tee "$W/$stage.log" | tail -4
@@ -114,8 +114,8 @@ for stage in $stages; do
       ;;
     peer | peer4x)
       log "the whole-model peer: $stage"
-      tokens=36864; [ $stage = peer4x ] && tokens=147456
-      [ $TOY = 1 ] && { tokens=576; [ $stage = peer4x ] && tokens=2304; }
+      tokens=36864; [ "$stage" = peer4x ] && tokens=147456
+      [ $TOY = 1 ] && { tokens=576; [ "$stage" = peer4x ] && tokens=2304; }
       python3 tools/lab/qat_peer.py --model "$REF" --corpus "$CORPUS" --out "$W/$stage.json" --train-tokens $tokens \
         "${PEER[@]}" 2>&1 | tee "$W/$stage.log" | grep -v "^  lr" | tail -8
       cp "$W/$stage.json" "$OUT/" 2>/dev/null
@@ -174,4 +174,4 @@ PY
   esac
   echo "stage $stage: $(since "$t0") s"
 done
-log done
+log "all done"

@@ -102,38 +102,58 @@ def straight_through(w: torch.Tensor) -> torch.Tensor:
     return torch.where(w < 0, -1.0, 1.0).to(w.dtype).detach() + (clipped - clipped.detach())
 
 
-class BlrLinear(nn.Module):
-    """y = Σ_p ((((x·g_p) S_V,p)·ℓ_p) S_U,pᵀ)·h_p, the signs S = straight_through(latents)."""
+class LatentStore(nn.Module):
+    """Every blr layer's latent signs in one flat f32 parameter: the flips of a step are one
+    comparison, and Adam updates one tensor."""
 
-    def __init__(self, m: int, n: int, rank: int, paths: int):
+    def __init__(self, total: int):
         super().__init__()
-        self.m, self.n, self.rank = m, n, rank
-        self.lu = nn.ParameterList([nn.Parameter(torch.zeros(m, rank)) for _ in range(paths)])
-        self.lv = nn.ParameterList([nn.Parameter(torch.zeros(n, rank)) for _ in range(paths)])
+        self.flat = nn.Parameter(torch.zeros(total))
+
+
+class BlrLinear(nn.Module):
+    """y = Σ_p ((((x·g_p) S_V,p)·ℓ_p) S_U,pᵀ)·h_p, the signs S = straight_through(latents); the
+    latents U'_p [m][r] and V'_p [n][r] are slices of a LatentStore shared by all layers,
+    starting at `offset`, path by path, U' then V'."""
+
+    def __init__(self, store: LatentStore, offset: int, m: int, n: int, rank: int, paths: int):
+        super().__init__()
+        self.store, self.offset = store, offset
+        self.m, self.n, self.rank, self.paths = m, n, rank, paths
         self.h = nn.ParameterList([nn.Parameter(torch.zeros(m)) for _ in range(paths)])
         self.l = nn.ParameterList([nn.Parameter(torch.zeros(rank)) for _ in range(paths)])
         self.g = nn.ParameterList([nn.Parameter(torch.zeros(n)) for _ in range(paths)])
 
+    @staticmethod
+    def size(m: int, n: int, rank: int, paths: int) -> int:
+        return paths * (m + n) * rank
+
+    def latent(self, p: int) -> tuple:
+        """(U'_p, V'_p): views of the store."""
+        at = self.offset + p * (self.m + self.n) * self.rank
+        flat = self.store.flat
+        return (flat[at:at + self.m * self.rank].view(self.m, self.rank),
+                flat[at + self.m * self.rank:at + (self.m + self.n) * self.rank].view(self.n, self.rank))
+
     def forward(self, x):
         y = None
-        for lu, lv, h, ell, g in zip(self.lu, self.lv, self.h, self.l, self.g):
+        for p in range(self.paths):
+            lu, lv = self.latent(p)
             su, sv = straight_through(lu), straight_through(lv)
-            c = ((((x * g) @ sv) * ell) @ su.T) * h
+            c = ((((x * self.g[p]) @ sv) * self.l[p]) @ su.T) * self.h[p]
             y = c if y is None else y + c
         return y
-
-    def latents(self) -> list:
-        return list(self.lu) + list(self.lv)
 
     @torch.no_grad()
     def dense(self, scale_dtype: torch.dtype | None) -> torch.Tensor:
         """Ŵ in f64 (then f32) from the signs and the scales rounded to `scale_dtype`."""
         w = torch.zeros(self.m, self.n, dtype=torch.float64, device=self.h[0].device)
-        for lu, lv, h, ell, g in zip(self.lu, self.lv, self.h, self.l, self.g):
-            r = (lambda t: t.to(scale_dtype).double()) if scale_dtype else (lambda t: t.double())
+        r = (lambda t: t.to(scale_dtype).double()) if scale_dtype else (lambda t: t.double())
+        for p in range(self.paths):
+            lu, lv = self.latent(p)
             su = torch.where(lu < 0, -1.0, 1.0).double()
             sv = torch.where(lv < 0, -1.0, 1.0).double()
-            w += r(h)[:, None] * ((su * r(ell)) @ (sv * r(g)[:, None]).T)
+            w += r(self.h[p])[:, None] * ((su * r(self.l[p])) @ (sv * r(self.g[p])[:, None]).T)
         return w.float()
 
 
@@ -165,14 +185,20 @@ def initial_paths(args, weight: torch.Tensor, name: str, from_blr: dict | None) 
 
 
 def build_student(teacher, names: list, init: dict):
+    """A copy of the teacher, frozen, with a BlrLinear for each named layer (all sharing one
+    LatentStore, `student.blr_latents`), set to `init`."""
     student = copy.deepcopy(teacher)
     for p in student.parameters():
         p.requires_grad_(False)
+    shapes = {n: (x[0][0].shape[0], x[0][1].shape[0], x[0][0].shape[1], len(x)) for n, x in init.items()}
+    device = init[names[0]][0][0].device
+    store = LatentStore(sum(BlrLinear.size(*shapes[n]) for n in names)).to(device)
+    student.blr_latents = store
+    offset = 0
     for name in names:
         parent, _, attr = name.rpartition(".")
-        first = init[name][0]
-        blr = BlrLinear(first[0].shape[0], first[1].shape[0], first[0].shape[1], len(init[name]))
-        setattr(student.get_submodule(parent), attr, blr.to(first[0].device))
+        setattr(student.get_submodule(parent), attr, BlrLinear(store, offset, *shapes[name]).to(device))
+        offset += BlrLinear.size(*shapes[name])
     reset(student, names, init)
     return student
 
@@ -181,17 +207,18 @@ def build_student(teacher, names: list, init: dict):
 def reset(student, names: list, init: dict) -> None:
     for name in names:
         blr = student.get_submodule(name)
-        for p, values in enumerate(init[name]):
-            for param, value in zip((blr.lu[p], blr.lv[p], blr.h[p], blr.l[p], blr.g[p]), values):
+        for p, (lu, lv, h, ell, g) in enumerate(init[name]):
+            for param, value in zip((*blr.latent(p), blr.h[p], blr.l[p], blr.g[p]), (lu, lv, h, ell, g)):
                 param.copy_(value)
 
 
 def blr_parameters(student, names: list) -> list:
-    return [p for name in names for p in student.get_submodule(name).parameters()]
-
-
-def latents(student, names: list) -> list:
-    return [t for name in names for t in student.get_submodule(name).latents()]
+    """The trained parameters: the latent store and every layer's scales (each once)."""
+    params = [student.blr_latents.flat]
+    for name in names:
+        blr = student.get_submodule(name)
+        params += list(blr.h) + list(blr.l) + list(blr.g)
+    return params
 
 
 def materialize(evaluator, student, names: list) -> None:
@@ -232,8 +259,8 @@ class Trainer:
         a = self.args
         opt = self.optimizer(lr)
         loss_fn = self.compiled if compiled else self.eager
-        lat = latents(self.student, self.names)
-        before = [t.detach() < 0 for t in lat]
+        latent = self.student.blr_latents.flat
+        before = latent.detach() < 0
         flips = torch.zeros(steps, dtype=torch.int64, device=a.device)
         count = self.windows.shape[0]
         rng = np.random.Generator(np.random.PCG64(a.seed))
@@ -257,10 +284,9 @@ class Trainer:
             loss.backward()
             opt.step()
             with torch.no_grad():
-                for k, t in enumerate(lat):
-                    now = t < 0
-                    flips[step] += (now != before[k]).sum()
-                    before[k] = now
+                now = latent < 0
+                flips[step] = (now != before).sum()
+                before = now
             if step % 50 == 0 or step == steps - 1:
                 losses.append((step, loss.detach().clone()))
             if evaluate is not None and ((step + 1) % eval_every == 0 or step == steps - 1):
