@@ -19,7 +19,8 @@
 #              a flip check (eager against compiled), and a failure if a
 #              timed run flips no sign
 #   table      the compact table of all the stages done, and
-#              $OUT/model-checks.json
+#              $OUT/model-checks.json (FROM=DIR: from the JSON files the
+#              calls brought back, gathered in DIR, on any machine)
 # Each stage writes its report under .model-work/ and copies it to $OUT
 # (at most 8 files come back from a call: a stage writes one or two); a
 # layer-wise stage cut off by the call's limit continues where it stopped
@@ -58,7 +59,9 @@ mkdir -p "$W" "$OUT"
 log() { echo "== $* ($(date +%T))"; }
 stages=${*:-train bpw1 bpw1.5 bpw2 model-bpw1 seq1 peer peer4x table}
 
-if [ $TOY = 1 ]; then
+if [ "$stages" = table ]; then
+  :  # the table alone needs no set-up (FROM=DIR: on any machine with Python)
+elif [ $TOY = 1 ]; then
   FIT=${FIT:-build/release/tools/vkblr-fit}
   CORPUS=$W/corpus
   if [ ! -f "$CORPUS/corpus.json" ]; then
@@ -122,15 +125,19 @@ for stage in $stages; do
       ;;
     table)
       log table
-      python3 - "$W" "$OUT/model-checks.json" <<'PY' | tee "$OUT/model-checks.txt"
+      python3 - "$W" "$OUT/model-checks.json" "${FROM:-}" <<'PY' | tee "$OUT/model-checks.txt"
 import json, os, sys
-w, out = sys.argv[1], sys.argv[2]
+w, out, copies = sys.argv[1], sys.argv[2], sys.argv[3]
 def load(path):
-    try:
-        with open(os.path.join(w, path)) as f:
-            return json.load(f)
-    except OSError:
-        return None
+    """A stage's report in the work directory, or (FROM=DIR) its copy as a call's $OUT named it."""
+    alias = {"reference/report.json": "train.json"}.get(path, path.replace("/report.json", ".json"))
+    for where in ([os.path.join(copies, alias)] if copies else []) + [os.path.join(w, path)]:
+        try:
+            with open(where) as f:
+                return json.load(f)
+        except OSError:
+            pass
+    return None
 rows, summary = [], {}
 train = load("reference/report.json")
 if train:
