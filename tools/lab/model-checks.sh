@@ -36,12 +36,15 @@
 #   tools/dev/devenv.sh run -- python3 tools/model/make_corpus.py --out .corpus
 #   mkdir -p .gpu && strip -o .gpu/vkblr-fit build/device/tools/vkblr-fit && gzip -f .gpu/vkblr-fit
 #   tar -czf .gpu/corpus.tgz .corpus
-# and carry [".gpu", ".devkit/lib", ".devkit/debs"]. Then, one call each:
+# and carry [".gpu", ".devkit/lib", ".devkit/debs"] (corpus.tgz is 7.7 MB,
+# .devkit/lib and debs under 1 MB). Then, one call each (none of these
+# stages' times has been measured yet: split a call that risks its limit):
 #   tools/lab/model-checks.sh train
 #   tools/lab/model-checks.sh bpw1 bpw1.5
 #   tools/lab/model-checks.sh bpw2 model-bpw1
 #   tools/lab/model-checks.sh seq1
-#   tools/lab/model-checks.sh peer peer4x table
+#   tools/lab/model-checks.sh peer
+#   tools/lab/model-checks.sh peer4x table
 # (stages left out run when named later; `table` may run any time).
 #
 # --toy: the same stages at toy size on this machine's CPU, the corpus a
