@@ -5,28 +5,22 @@
                                      the old file or the whole new one; on failure
                                      the temporary goes and `path` is untouched
     write_json_atomic(path, value)   the same with JSON (indented, UTF-8, a final newline)
+
+Both go through the project's one atomic writer
+(tools/vkblr-fit/python/atomic_write.py, standard library only too).
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vkblr-fit", "python"))
+from atomic_write import write_file_atomic  # noqa: E402
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fchmod(f.fileno(), 0o644)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_file_atomic(path, lambda f: f.write(data))
 
 
 def write_json_atomic(path: str, value) -> None:

@@ -20,10 +20,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import sys
 from dataclasses import dataclass
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_write import write_file_atomic  # noqa: E402  (re-exported: dump_calibration.py imports it here)
 
 MAX_HEADER_BYTES = 100_000_000  # the reference implementation's cap, and vkblr-fit's
 
@@ -92,25 +95,6 @@ def encode_header(tensors: dict, metadata: dict | None = None) -> bytes:
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
     return len(text).to_bytes(8, "little") + text
-
-
-def write_file_atomic(path: str, write) -> None:
-    """Calls write(file object) on a temporary file beside `path`, syncs it, renames it over
-    `path` (mode 0644, as vkblr's own files): readers see the old file or the whole new one. On
-    failure the temporary goes."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fchmod(f.fileno(), 0o644)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_safetensors(path: str, tensors: dict, metadata: dict | None = None) -> None:
