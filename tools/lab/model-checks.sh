@@ -18,6 +18,8 @@
 #              3e-3 (best kept), torch.compile reduce-overhead (CUDA graphs),
 #              a flip check (eager against compiled), and a failure if a
 #              timed run flips no sign
+#   peer-fit   the peer on the calibration tokens, started from bpw1's
+#              vkblr-fit model file (--from-blr) instead of Dual-SVID
 #   table      the compact table of all the stages done, and
 #              $OUT/model-checks.json (FROM=DIR: from the JSON files the
 #              calls brought back, gathered in DIR, on any machine)
@@ -43,9 +45,11 @@
 #   tools/lab/model-checks.sh bpw1 bpw1.5
 #   tools/lab/model-checks.sh bpw2 model-bpw1
 #   tools/lab/model-checks.sh seq1
-#   tools/lab/model-checks.sh peer
+#   tools/lab/model-checks.sh peer peer-fit
 #   tools/lab/model-checks.sh peer4x table
 # (stages left out run when named later; `table` may run any time).
+# SKIP_DONE=1 skips a stage whose report is already in the work directory
+# (a call that repeats the list of an earlier one goes on where it stopped).
 #
 # --toy: the same stages at toy size on this machine's CPU, the corpus a
 # stand-in package (tests/fit/model_fixture.py), vkblr-fit the release
@@ -60,7 +64,7 @@ W=${WORK:-.model-work}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$W" "$OUT"
 log() { echo "== $* ($(date +%T))"; }
-stages=${*:-train bpw1 bpw1.5 bpw2 model-bpw1 seq1 peer peer4x table}
+stages=${*:-train bpw1 bpw1.5 bpw2 model-bpw1 seq1 peer peer-fit peer4x table}
 
 if [ "$stages" = table ]; then
   :  # the table alone needs no set-up (FROM=DIR: on any machine with Python)
@@ -100,8 +104,20 @@ REF=$W/reference
 now() { date +%s.%N; }
 since() { python3 -c "print(round($(now) - $1, 1))"; }
 
+report_of() {  # the work directory's report of a stage
+  case $1 in
+    train) echo "$REF/report.json" ;;
+    peer | peer4x | peer-fit) echo "$W/$1.json" ;;
+    *) echo "$W/$1/report.json" ;;
+  esac
+}
+
 for stage in $stages; do
   t0=$(now)
+  if [ "${SKIP_DONE:-0}" = 1 ] && [ "$stage" != table ] && [ -f "$(report_of "$stage")" ]; then
+    log "$stage: done already"
+    continue
+  fi
   case $stage in
     train)
       log "train the reference model"
@@ -118,12 +134,21 @@ for stage in $stages; do
         $extra "${LW[@]}" --no-dense-eval --resume 2>&1 | grep -v "tokens seen" | tee "$W/$stage.log" | tail -4
       cp "$W/$stage/report.json" "$OUT/$stage.json" 2>/dev/null
       ;;
-    peer | peer4x)
+    peer | peer4x | peer-fit)
       log "the whole-model peer: $stage"
       tokens=36864; [ "$stage" = peer4x ] && tokens=147456
       [ $TOY = 1 ] && { tokens=576; [ "$stage" = peer4x ] && tokens=2304; }
+      args=("${PEER[@]}")
+      if [ "$stage" = peer-fit ]; then
+        # bpw1's model file in place of the size (--bpw / --rank): the peer starts from vkblr-fit's layers
+        start=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0])" "$W/bpw1/report.json") \
+          || { echo "model-checks: peer-fit needs the bpw1 stage first"; exit 1; }
+        for i in "${!args[@]}"; do
+          case ${args[$i]} in --bpw | --rank) args[$i]=--from-blr; args[$((i + 1))]=$start ;; esac
+        done
+      fi
       python3 tools/lab/qat_peer.py --model "$REF" --corpus "$CORPUS" --out "$W/$stage.json" --train-tokens $tokens \
-        "${PEER[@]}" 2>&1 | tee "$W/$stage.log" | grep -v "^  lr" | tail -8
+        "${args[@]}" 2>&1 | tee "$W/$stage.log" | grep -v "^  lr" | tail -8
       cp "$W/$stage.json" "$OUT/" 2>/dev/null
       ;;
     table)
@@ -162,7 +187,8 @@ for stage, label in (("bpw1", "layer-wise 1 bpw"), ("bpw1.5", "layer-wise 1.5 bp
                           "weighted_output_error": [run["totals"].get("weighted_output_error") for run in r["runs"]]}
         rows.append((label, b["bpw"], b["blr"]["bpw"], e["perplexity"], e["bits_per_byte"], fit_s,
                      f"{r['calibration']['tokens']} calibration tokens"))
-for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x calibration tokens")):
+for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x calibration tokens"),
+                     ("peer-fit", "peer from vkblr-fit, cal. tokens")):
     r = load(f"{stage}.json")
     if r:
         best, b = r["best"], r["model_bits"]
@@ -172,10 +198,10 @@ for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x 
                           "flip_check": {k: sum(v) for k, v in r.get("flip_check", {}).items() if k != "steps"}}
         rows.append((label, b["bpw"], b["blr"]["bpw"], best["perplexity"], best["bits_per_byte"], best["train_s"],
                      f"lr {best['lr']:g}, {best['tokens'] / 1e6:.2f} M tokens seen, {best['flips']} flips"))
-print(f"{'model':30} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
+print(f"{'model':33} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
 for label, bpw, blr, ppl, bpb, wall, note in rows:
     blr_text = "-" if blr is None else f"{blr:.3f}"
-    print(f"{label:30} {bpw:7.3f} {blr_text:>8} {ppl:9.4f} {bpb:9.4f} {wall:8.1f}  {note}")
+    print(f"{label:33} {bpw:7.3f} {blr_text:>8} {ppl:9.4f} {bpb:9.4f} {wall:8.1f}  {note}")
 with open(out, "w") as f:
     json.dump(summary, f, indent=1)
 PY
