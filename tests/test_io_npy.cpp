@@ -1,9 +1,12 @@
-// vkblr-fit's .npy reader: the three header versions and three float
-// dtypes as numpy writes them, and a clear vkblr::Error naming the file for
-// each kind of bad input.
+// The .npy readers: the three header versions and three float dtypes as
+// numpy writes them, token ids in every integer dtype, and a clear
+// vkblr::Error naming the file for each kind of bad input.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "support/fit_files.hpp"
 #include "vkblr/io/npy.hpp"
@@ -134,4 +137,53 @@ TEST_CASE("npy: bad files are refused with a message naming them", "[fit]") {
     CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<f4", "False", "(2, 3)"), data + "xxxx")),
                ContainsSubstring("4 bytes follow the array's data"));
   }
+}
+
+TEST_CASE("npy token ids: every integer dtype numpy and PyTorch users save, ids checked against the vocabulary",
+          "[fit][model]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("tokens.npy");
+  const std::vector<std::uint32_t> expected = {0, 271, 5, 256, 17, 100};
+  const auto dict = [](const std::string& descr, std::size_t n) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+  };
+  const auto as = [&]<class T>(T) { return raw(std::vector<T>(expected.begin(), expected.end())); };
+  SECTION("<u2") { vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u2", 6), as(std::uint16_t{}))); }
+  SECTION("<u4") { vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u4", 6), as(std::uint32_t{}))); }
+  SECTION("<i4") { vkt::write_raw_file(path, vkt::npy_bytes(2, dict("<i4", 6), as(std::int32_t{}))); }
+  SECTION("<i8") { vkt::write_raw_file(path, vkt::npy_bytes(3, dict("<i8", 6), as(std::int64_t{}))); }
+  SECTION("<u8") { vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u8", 6), as(std::uint64_t{}))); }
+  CHECK(read_npy_token_ids(path, 272) == expected);
+  // the same file with a smaller vocabulary: the first id past it, by position
+  CHECK_THAT(vkt::error_of([&] { read_npy_token_ids(path, 256); }),
+             ContainsSubstring(path + ": token 1 is 271, outside the vocabulary of 256 (0 to 255)"));
+}
+
+TEST_CASE("npy token ids: negative, huge, float, 2-D, empty and truncated files are refused", "[fit][model][errors]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("tokens.npy");
+  const auto dict = [](const std::string& descr, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  const auto refusal = [&](const std::string& bytes) {
+    vkt::write_raw_file(path, bytes);
+    return vkt::error_of([&] { read_npy_token_ids(path, 1000); });
+  };
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<i8", "(3,)"), raw(std::vector<std::int64_t>{4, -1, 2}))),
+             ContainsSubstring("token 1 is -1, outside the vocabulary of 1000"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u8", "(2,)"), raw(std::vector<std::uint64_t>{4, ~0ull}))),
+             ContainsSubstring("token 1 is 18446744073709551615, outside"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<i4", "(2,)"), raw(std::vector<std::int32_t>{999, 1000}))),
+             ContainsSubstring("token 1 is 1000, outside the vocabulary of 1000 (0 to 999)"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<f4", "(2,)"), raw(std::vector<float>{1, 2}))),
+             ContainsSubstring("dtype '<f4' is not supported (want '<u2', '<u4', '<u8', '<i4' or '<i8')"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict(">u4", "(2,)"), raw(std::vector<std::uint32_t>{1, 2}))),
+             ContainsSubstring("big-endian"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u4", "(1, 2)"), raw(std::vector<std::uint32_t>{1, 2}))),
+             ContainsSubstring("the array is 2-D; token ids must be 1-D"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u4", "(0,)"), "")), ContainsSubstring("no token ids"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u4", "(3,)"), raw(std::vector<std::uint32_t>{1, 2}))),
+             ContainsSubstring("truncated: shape (3,) of '<u4' needs 12 data bytes, the file has 8"));
+  CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u2", "(1,)"), raw(std::vector<std::uint16_t>{1, 2}))),
+             ContainsSubstring("2 bytes follow the array's data"));
 }

@@ -81,7 +81,8 @@ LlamaConfig parse_llama_config(std::string_view json_text, std::string_view wher
   refuse_unless_off(root, "attention_bias", "vkblr's attention projections have no bias");
   refuse_unless_off(root, "mlp_bias", "vkblr's MLP projections have no bias");
   refuse_unless_off(root, "rope_scaling", "rotary scaling is not implemented (plain rotary positions only)");
-  refuse_unless_off(root, "sliding_window", "sliding-window attention is not implemented (causal over the whole window)");
+  refuse_unless_off(root, "sliding_window",
+                    "sliding-window attention is not implemented (causal over the whole window)");
 
   LlamaConfig c;
   c.vocab_size = side(root, "vocab_size");

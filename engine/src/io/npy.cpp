@@ -7,6 +7,8 @@
 #include <format>
 #include <limits>
 #include <map>
+#include <span>
+#include <utility>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -132,7 +134,27 @@ const T& field(const std::map<std::string, HeaderValue>& dict, const char* key, 
   return *v;
 }
 
-NpyHeader parse_header(InputFile& file) {
+// What every accepted .npy file has, whatever its dtype and rank: the
+// dtype without its byte-order mark, the shape, where the data starts.
+struct NpyLayout {
+  std::string descr;        // as the header gives it ('<f4')
+  std::string_view type;    // descr without '<' or '=' ('f4')
+  std::vector<std::uint64_t> shape;
+  std::uint64_t data_offset = 0;
+};
+
+// The dtypes a reader accepts (bytes per element by type) and how its
+// messages name what it wants.
+struct NpyWant {
+  std::span<const std::pair<std::string_view, std::size_t>> types;  // {"f4", 4}, ...
+  std::string_view types_text;                                      // "'<f4', '<f2' or '<f8'"
+  std::string_view example;                                         // "'<f4'"
+};
+
+// Reads and checks the magic, version, header and dict; refuses another
+// dtype than `want`'s, big-endian data and Fortran order. The shape and the
+// data's size are the caller's to check (check_data_size).
+NpyLayout parse_layout(InputFile& file, const NpyWant& want, std::string& descr_storage) {
   const std::string& path = file.path();
   std::array<std::byte, 8> prefix{};
   require(file.size() >= prefix.size(), "{}: truncated: {} bytes, not a .npy file", path, file.size());
@@ -160,34 +182,70 @@ NpyHeader parse_header(InputFile& file) {
     require(key == "descr" || key == "fortran_order" || key == "shape", "{}: bad .npy header: unknown key '{}'", path,
             excerpt(key));
   }
-  const auto& descr = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
+  descr_storage = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
   const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
-  const auto& shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
+  NpyLayout layout;
+  layout.descr = descr_storage;
+  layout.shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
 
-  std::string_view type = descr;
-  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ('<f4')", path,
-          excerpt(descr));
-  if (type.starts_with('<') || type.starts_with('=')) type.remove_prefix(1);
-  require(type == "f4" || type == "f2" || type == "f8", "{}: dtype '{}' is not supported (want '<f4', '<f2' or '<f8')",
-          path, excerpt(descr));
-  const std::size_t item_bytes = type == "f4" ? 4 : type == "f2" ? 2 : 8;
+  std::string_view type = descr_storage;
+  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ({})", path,
+          excerpt(descr_storage), want.example);
+  if (type.starts_with('<') || type.starts_with('=') || type.starts_with('|')) type.remove_prefix(1);
+  bool known = false;
+  for (const auto& [name, bytes] : want.types) known = known || type == name;
+  require(known, "{}: dtype '{}' is not supported (want {})", path, excerpt(descr_storage), want.types_text);
+  layout.type = type;
   require(!fortran, "{}: the array is in Fortran order: save it in C order (numpy.ascontiguousarray)", path);
-  require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
-  require(shape[1] == 0 || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1] / item_bytes,
-          "{}: shape ({}, {}) is too large", path, shape[0], shape[1]);
-  const std::uint64_t data_bytes = shape[0] * shape[1] * item_bytes;
-  const std::uint64_t data_start = header_start + header_bytes;
-  const std::uint64_t present = file.size() - data_start;
-  require(present >= data_bytes, "{}: truncated: shape ({}, {}) of '{}' needs {} data bytes, the file has {}", path,
-          shape[0], shape[1], descr, data_bytes, present);
+  layout.data_offset = header_start + header_bytes;
+  return layout;
+}
+
+std::size_t item_bytes(const NpyWant& want, std::string_view type) {
+  for (const auto& [name, bytes] : want.types) {
+    if (name == type) return bytes;
+  }
+  return 0;
+}
+
+// Refuses data shorter or longer than `elements` items of `item` bytes;
+// `shape_text` is the shape as messages show it ("(6, 4)").
+void check_data_size(const InputFile& file, const NpyLayout& layout, std::uint64_t elements, std::size_t item,
+                     std::string_view shape_text) {
+  const std::string& path = file.path();
+  require(elements <= std::numeric_limits<std::uint64_t>::max() / item, "{}: shape {} is too large", path,
+          shape_text);
+  const std::uint64_t data_bytes = elements * item;
+  const std::uint64_t present = file.size() - layout.data_offset;
+  require(present >= data_bytes, "{}: truncated: shape {} of '{}' needs {} data bytes, the file has {}", path,
+          shape_text, layout.descr, data_bytes, present);
   require(present == data_bytes, "{}: {} bytes follow the array's data: not a single .npy array?", path,
           present - data_bytes);
+}
+
+constexpr std::array<std::pair<std::string_view, std::size_t>, 3> kFloatTypes{{{"f4", 4}, {"f2", 2}, {"f8", 8}}};
+constexpr NpyWant kFloatWant{kFloatTypes, "'<f4', '<f2' or '<f8'", "'<f4'"};
+
+constexpr std::array<std::pair<std::string_view, std::size_t>, 5> kTokenTypes{
+    {{"u2", 2}, {"u4", 4}, {"i4", 4}, {"i8", 8}, {"u8", 8}}};
+constexpr NpyWant kTokenWant{kTokenTypes, "'<u2', '<u4', '<u8', '<i4' or '<i8'", "'<u4'"};
+
+NpyHeader parse_header(InputFile& file) {
+  const std::string& path = file.path();
+  std::string descr;
+  const NpyLayout layout = parse_layout(file, kFloatWant, descr);
+  const auto& shape = layout.shape;
+  require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
+  const std::size_t item = item_bytes(kFloatWant, layout.type);
+  require(shape[1] == 0 || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1] / item,
+          "{}: shape ({}, {}) is too large", path, shape[0], shape[1]);
+  check_data_size(file, layout, shape[0] * shape[1], item, std::format("({}, {})", shape[0], shape[1]));
 
   NpyHeader h;
   h.rows = shape[0];
   h.cols = shape[1];
-  h.dtype = item_bytes == 4 ? Dtype::F32 : item_bytes == 2 ? Dtype::F16 : Dtype::F64;
-  h.data_offset = data_start;
+  h.dtype = item == 4 ? Dtype::F32 : item == 2 ? Dtype::F16 : Dtype::F64;
+  h.data_offset = layout.data_offset;
   h.file_bytes = file.size();
   return h;
 }
@@ -209,6 +267,59 @@ Matrix read_npy_matrix(const std::string& path) {
   m.cols = h.cols;
   m.values = widen_to_f32(h.dtype, bytes);
   return m;
+}
+
+}  // namespace vkblr::io
+
+namespace vkblr::io {
+
+std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size) {
+  InputFile file(path);
+  std::string descr;
+  const NpyLayout layout = parse_layout(file, kTokenWant, descr);
+  require(layout.shape.size() == 1, "{}: the array is {}-D; token ids must be 1-D", path, layout.shape.size());
+  const std::uint64_t count = layout.shape[0];
+  require(count > 0, "{}: no token ids (shape (0,))", path);
+  const std::size_t item = item_bytes(kTokenWant, layout.type);
+  check_data_size(file, layout, count, item, std::format("({},)", count));
+
+  std::vector<std::uint32_t> ids(count);
+  // Read in pieces: the file's integers are converted as they come.
+  constexpr std::uint64_t kPiece = 1u << 20;
+  std::vector<std::byte> bytes;
+  for (std::uint64_t first = 0; first < count; first += kPiece) {
+    const std::uint64_t n = std::min(kPiece, count - first);
+    bytes.resize(n * item);
+    file.read_at(layout.data_offset + first * item, bytes, "the token ids");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::byte* at = bytes.data() + i * item;
+      std::int64_t value = 0;  // every accepted type fits, but u8 above 2^63 reads as negative: refused too
+      if (item == 2) {
+        std::uint16_t v;
+        std::memcpy(&v, at, 2);
+        value = v;
+      } else if (item == 4 && layout.type == "u4") {
+        std::uint32_t v;
+        std::memcpy(&v, at, 4);
+        value = v;
+      } else if (item == 4) {
+        std::int32_t v;
+        std::memcpy(&v, at, 4);
+        value = v;
+      } else {
+        std::memcpy(&value, at, 8);
+      }
+      if (value < 0 || value >= static_cast<std::int64_t>(vocab_size)) {
+        const bool unsigned_type = layout.type.starts_with('u');
+        fail("{}: token {} is {}, outside the vocabulary of {} (0 to {})", path, first + i,
+             unsigned_type && item == 8 ? std::format("{}", static_cast<std::uint64_t>(value))
+                                        : std::format("{}", value),
+             vocab_size, vocab_size - 1);
+      }
+      ids[first + i] = static_cast<std::uint32_t>(value);
+    }
+  }
+  return ids;
 }
 
 }  // namespace vkblr::io

@@ -1,4 +1,5 @@
-// vkblr/io/npy.hpp — reading a 2-D float array from a NumPy .npy file.
+// vkblr/io/npy.hpp — reading a 2-D float array, or 1-D token ids, from a
+// NumPy .npy file.
 //
 // Format (numpy.lib.format): "\x93NUMPY", major, minor version bytes, the
 // header length (u16 LE for version 1.0, u32 LE for 2.0 and 3.0), then a
@@ -12,9 +13,9 @@
 // big-endian one), Fortran order, another rank, truncated or trailing data.
 #pragma once
 
-#include <string>
-
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "vkblr/io/matrix.hpp"
 #include "vkblr/io/safetensors.hpp"
@@ -33,5 +34,13 @@ NpyHeader read_npy_header(const std::string& path);
 // The array as f32 [shape[0]][shape[1]], converted by widen_to_f32
 // (io/widen.hpp: f2 exactly, f8 rounded to nearest).
 Matrix read_npy_matrix(const std::string& path);
+
+// Token ids: a 1-D array of '<u2', '<u4', '<u8', '<i4' or '<i8' (numpy's
+// uint16 a byte-level or small-vocabulary tokenizer's files use, up to
+// int64 as PyTorch's), every id in [0, vocab_size). Throws vkblr::Error
+// naming the file, and for a bad id its position and value: "PATH: token
+// 1234 is 300, outside the vocabulary of 272 (0 to 271)"; also for no ids,
+// another rank or dtype, and the .npy errors above.
+std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size);
 
 }  // namespace vkblr::io
