@@ -15,7 +15,9 @@ block, translations and _static excluded, stubs dropped); a changed file,
 a package without the HTML root and too little text are refused with the
 file named; the tokenizer's JSON: GPT-2's byte table (a bijection, the
 printable bytes themselves), ids = bytes, no merges, <|endoftext|> = 256,
-and its pieces reproduce encode() on a text with non-ASCII characters.
+and its pieces reproduce encode() on a text with non-ASCII characters;
+export_tokens.py's .npy files are split_stream's tokens, the same bytes
+every run, and its report counts them.
 """
 import hashlib
 import json
@@ -158,6 +160,31 @@ def test_the_tokenizer_files():
         config = json.load(f)
     check(config["tokenizer_class"] == "PreTrainedTokenizerFast" and config["eos_token"] == "<|endoftext|>"
           and config["model_max_length"] == 64, f"tokenizer_config {config}")
+
+
+
+def test_the_token_files():
+    import numpy as np
+    from token_data import split_stream
+    export = os.path.join(REPO, "tools", "model", "export_tokens.py")
+    for out in ("tokens1", "tokens2"):
+        run([sys.executable, export, "--corpus", os.path.join(WORK, "c1"), "--out", os.path.join(WORK, out)])
+    report = json.load(open(os.path.join(WORK, "tokens1", "tokens.json")))
+    check(report["vocab_size"] == byte_tokenizer.VOCAB_SIZE, f"vocab {report['vocab_size']}")
+    for split in ("train", "heldout"):
+        path = os.path.join(WORK, "tokens1", f"{split}.npy")
+        tokens = np.load(path, allow_pickle=False)
+        stream, text_bytes, documents = split_stream(os.path.join(WORK, "c1"), split)
+        check(tokens.dtype == np.dtype("<u2") and tokens.ndim == 1 and np.array_equal(tokens, stream),
+              f"{split}.npy is not split_stream's tokens")
+        entry = report["splits"][split]
+        check(entry["tokens"] == tokens.shape[0] and entry["bytes"] == text_bytes and entry["documents"] == documents,
+              f"tokens.json {entry}")
+        data = open(path, "rb").read()
+        check(hashlib.sha256(data).hexdigest() == entry["sha256"], f"{split}.npy's sha256")
+        check(data == open(os.path.join(WORK, "tokens2", f"{split}.npy"), "rb").read(), "two exports differ")
+    run([sys.executable, export, "--corpus", os.path.join(WORK, "absent"), "--out", os.path.join(WORK, "t3")],
+        expect_rc=1)
 
 
 main({name: f for name, f in globals().items() if name.startswith("test_")})
