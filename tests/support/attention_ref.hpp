@@ -32,12 +32,11 @@ struct AttentionRef {
   std::vector<double> dq, dk, dv;   // backward (when dout was given)
 };
 
-// The forward (and, with dout, the backward) of the heads of kv head
-// `only_kv` (-1: all heads); o, lse, dq of other heads and dk, dv of other
-// kv heads are left at 0.
+// The forward (and, with dout, the backward) of every head, O(batch · heads ·
+// seq² · head_dim): for small shapes.
 template <class T>
 AttentionRef attention_reference(const AttentionDims& a, const std::vector<T>& q, const std::vector<T>& k,
-                                 const std::vector<T>& v, const std::vector<T>* dout = nullptr, int only_kv = -1) {
+                                 const std::vector<T>& v, const std::vector<T>* dout = nullptr) {
   const std::size_t qs = std::size_t{a.heads} * a.head_dim, ks = std::size_t{a.kv_heads} * a.head_dim;
   const std::uint32_t group = a.heads / a.kv_heads, d_len = a.head_dim;
   const double scale = a.softmax_scale();
@@ -54,7 +53,6 @@ AttentionRef attention_reference(const AttentionDims& a, const std::vector<T>& q
     const std::size_t row0 = std::size_t{b} * a.seq;
     for (std::uint32_t h = 0; h < a.heads; ++h) {
       const std::uint32_t g = h / group;
-      if (only_kv >= 0 && g != static_cast<std::uint32_t>(only_kv)) continue;
       for (std::uint32_t i = 0; i < a.seq; ++i) {
         const std::size_t qrow = (row0 + i) * qs + std::size_t{h} * d_len;
         double m = -INFINITY;
