@@ -293,6 +293,33 @@ GPU_TEST("attention takes cooperative matrices as the GEMM policy says", "[atten
   });
 }
 
+TEST_CASE("attention tiles fit an H100's caps and Vulkan's minimum shared memory", "[attention]") {
+  // what NVIDIA's driver reports on an H100: subgroups of 32 (size control),
+  // 48 KiB of shared memory, 16×16×16 f16 fragments
+  Caps h100;
+  h100.subgroup_size = h100.min_subgroup_size = h100.max_subgroup_size = 32;
+  h100.subgroup_size_control = true;
+  h100.max_shared_memory = 49152;
+  h100.max_workgroup_invocations = 1024;
+  h100.coopmat = true;
+  h100.coopmat_shapes = {{16, 8, 16, "f16", "f16", "f32", "f32", false},
+                         {16, 16, 16, "f16", "f16", "f32", "f32", false}};
+  for (std::uint32_t d : {32u, 64u, 96u, 128u}) {
+    INFO("head_dim " << d);
+    CHECK(ops::attention_kernel_available(h100, AttentionKernel::plain, d));
+    CHECK(ops::attention_kernel_available(h100, AttentionKernel::coopmat, d));
+  }
+  // Vulkan's minimum: 16 KiB, 128 invocations, no cooperative matrices
+  Caps least = h100;
+  least.max_shared_memory = 16384;
+  least.max_workgroup_invocations = 128;
+  least.coopmat = false;
+  least.coopmat_shapes.clear();
+  for (std::uint32_t d : {32u, 64u, 96u}) CHECK(ops::attention_kernel_available(least, AttentionKernel::plain, d));
+  CHECK_FALSE(ops::attention_kernel_available(least, AttentionKernel::plain, 128));
+  CHECK_FALSE(ops::attention_kernel_available(least, AttentionKernel::coopmat, 64));
+}
+
 GPU_TEST("attention refuses bad shapes, small buffers and overlapping outputs", "[attention][errors]") {
   const AttentionDims a{.batch = 2, .seq = 8, .heads = 4, .kv_heads = 2, .head_dim = 32};
   const Inputs in = make_inputs(a, 9700);

@@ -305,7 +305,10 @@ AttentionKernel attention_kernel_for(const Context& ctx, std::uint32_t head_dim)
 }
 
 bool attention_kernel_available(const Context& ctx, AttentionKernel kernel, std::uint32_t head_dim) {
-  const Caps& caps = ctx.caps();
+  return attention_kernel_available(ctx.caps(), kernel, head_dim);
+}
+
+bool attention_kernel_available(const Caps& caps, AttentionKernel kernel, std::uint32_t head_dim) {
   switch (kernel) {
     case AttentionKernel::automatic:
       return true;

@@ -70,6 +70,11 @@ AttentionKernel attention_kernel_for(const Context& ctx, std::uint32_t head_dim)
 // Whether the device can run `kernel` (plain or coopmat, whatever the GEMM
 // policy says) for head_dim; automatic: true.
 bool attention_kernel_available(const Context& ctx, AttentionKernel kernel, std::uint32_t head_dim);
+// The same on a device's caps (list_devices()). The plain kernel's
+// smallest tiles (8 rows) need about 17.5 KB of shared memory for the
+// head_dim-128 backward: a device at Vulkan's minimum of 16 KiB runs head_dim
+// up to 96 only.
+bool attention_kernel_available(const Caps& caps, AttentionKernel kernel, std::uint32_t head_dim);
 
 // o, lse <- q, k, v (buffers as above; views allowed). o and lse must not
 // overlap each other or the inputs. Ops: the coopmat kernel first stages q,
