@@ -7,6 +7,8 @@
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
+//   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--reps N]
+//                     [--warmup N] [--check]
 //   --json (before the subcommand): the results as JSON on stdout, with the
 //          device, driver and the context's GEMM policy they were taken under
 //
@@ -29,6 +31,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "attention_bench.hpp"
 #include "bench_args.hpp"
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
@@ -133,6 +136,23 @@ int main(int argc, char** argv) {
   train->add_option("--steps", topt.steps, "timed steps (>= 20)")->check(CLI::Range(20u, 1000000u));
   train->add_option("--warmup", topt.warmup, "untimed steps first")->check(CLI::Range(0u, 1000000u));
 
+  CLI::App* attention =
+      app.add_subcommand("attention", "causal self-attention: forward and forward + backward times, TFLOP/s");
+  std::vector<std::string> attention_cases;
+  std::string attention_kernel = "automatic";
+  bench::AttentionBenchOptions aopt;
+  attention
+      ->add_option("--case", attention_cases,
+                   "B,T,H,KVH,D: sequences, tokens each, heads, kv heads, head_dim (repeatable; default: the "
+                   "reference model, Qwen-0.5B- and Llama-8B-class)")
+      ->check(strict(bench::parse_attention_case, "B,T,H,KVH,D"));
+  attention->add_option("--kernel", attention_kernel, "the kernel (automatic: the library's choice)")
+      ->check(CLI::IsMember({"automatic", "plain", "coopmat"}));
+  attention->add_option("--reps", aopt.reps, "timed repetitions (>= 5)")->check(CLI::Range(5u, 100000u));
+  attention->add_option("--warmup", aopt.warmup, "untimed runs of the whole batch first")
+      ->check(CLI::Range(0u, 100000u));
+  attention->add_flag("--check", aopt.check, "compare o, lse and dq of 16 sampled rows with an f64 host reference");
+
   try {
     app.parse(argc, argv);
     if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
@@ -157,6 +177,11 @@ int main(int argc, char** argv) {
     for (const auto& c : cases) bopt.cases.push_back(bench::parse_layer_case(c));
     if (train_cases.empty()) train_cases = {"3584,1024,352,4096,2"};
     for (const auto& c : train_cases) topt.cases.push_back(bench::parse_layer_case(c));
+    // the reference model (8 heads of 64 on 4 kv heads, sequences of 1024),
+    // Qwen-0.5B-class (14 on 2, head 64, 4096), Llama-8B-class (32 on 8,
+    // head 128, 4096), several sequences each
+    if (attention_cases.empty()) attention_cases = {"8,1024,8,4,64", "4,4096,14,2,64", "2,4096,32,8,128"};
+    for (const auto& c : attention_cases) aopt.cases.push_back(bench::parse_attention_case(c));
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0
   }
@@ -201,6 +226,13 @@ int main(int argc, char** argv) {
       topt.train_signs = !frozen_signs;
       topt.quiet = json;
       add("train", bench::run_train_bench(ctx, topt));
+    }
+    if (attention->parsed()) {
+      aopt.kernel = attention_kernel == "plain"     ? vkblr::ops::AttentionKernel::plain
+                    : attention_kernel == "coopmat" ? vkblr::ops::AttentionKernel::coopmat
+                                                    : vkblr::ops::AttentionKernel::automatic;
+      aopt.quiet = json;
+      add("attention", bench::run_attention_bench(ctx, aopt));
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
     if (validate) {

@@ -1,5 +1,5 @@
 // vkblr/ops.hpp — builders of the elementwise, staging and reduction ops,
-// the f32 GEMM and the Gaussian fill.
+// the f32 GEMM, the Gaussian fill and causal self-attention.
 //
 // Each builder checks its arguments (shapes, buffer sizes) and returns the
 // Dispatch (or Ops) that computes the op; record it with a Recorder. Bad
@@ -8,6 +8,7 @@
 // op computes, exactly, is in docs/kernels.md. One header per family:
 #pragma once
 
+#include "vkblr/ops/attention.hpp"
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/dense.hpp"

@@ -29,10 +29,11 @@ CvtPush staging_push(const char* op, std::uint32_t m, std::uint32_t k, float sca
   p.scale = scale;
   return p;
 }
-}  // namespace
 
-Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m, std::uint32_t k, float scale,
-             std::uint32_t rows) {
+// cvt into a buffer or a transient.
+template <class Dst>
+Dispatch cvt_into(Context& ctx, const Buffer& src, const Dst& dst, std::uint32_t m, std::uint32_t k, float scale,
+                  std::uint32_t rows) {
   CvtPush p = staging_push("cvt", m, k, scale, rows);
   need_bytes("cvt", "src", src, std::uint64_t{m} * k * 4);
   need_bytes("cvt", "dst", dst, std::uint64_t{rows} * k * 2);
@@ -41,6 +42,18 @@ Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
   d.groups = detail::elt_grid(p.quarter, "cvt");
   return d;
+}
+
+}  // namespace
+
+Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m, std::uint32_t k, float scale,
+             std::uint32_t rows) {
+  return cvt_into(ctx, src, dst, m, k, scale, rows);
+}
+
+Dispatch cvt(Context& ctx, const Buffer& src, const Transient& dst, std::uint32_t m, std::uint32_t k, float scale,
+             std::uint32_t rows) {
+  return cvt_into(ctx, src, dst, m, k, scale, rows);
 }
 
 Dispatch cvt_col(Context& ctx, const Buffer& src, const Buffer& col, const Buffer& dst, std::uint32_t m,

@@ -15,6 +15,10 @@ namespace vkblr::ops {
 // 0 = m).
 Dispatch cvt(Context& ctx, const Buffer& src, const Buffer& dst, std::uint32_t m, std::uint32_t k, float scale,
              std::uint32_t rows = 0);
+// The same into a transient (an op's own staging copy, e.g. attention's f16
+// operands).
+Dispatch cvt(Context& ctx, const Buffer& src, const Transient& dst, std::uint32_t m, std::uint32_t k, float scale,
+             std::uint32_t rows = 0);
 // dst f16 [rows][k] = src [m][k] · col[k] · scale, rows past m zero.
 Dispatch cvt_col(Context& ctx, const Buffer& src, const Buffer& col, const Buffer& dst, std::uint32_t m,
                  std::uint32_t k, float scale, std::uint32_t rows = 0);

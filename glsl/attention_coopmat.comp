@@ -1,0 +1,429 @@
+#version 460
+// Causal self-attention with grouped-query heads on cooperative matrices:
+// the products QKᵀ, PV and the backward's dOVᵀ, PᵀdO, dSᵀQ, dSK run as
+// f16 × f16 -> f32 fragments of the device's F×F×F shape; the softmax, the
+// masks and dS run in f32 (layouts and push constants: attention.h). q, k,
+// v and do are read as their f16 copies (cvt; do staged times gscale); P
+// and dS are rounded to f16 where they enter a product. The same algorithm
+// as attention_plain.comp (see there), tiled for NVIDIA's 16×16×16 fragments
+// and subgroups of 32 within 48 KiB of shared memory:
+//
+//   attention_fwd_coopmat   workgroup = 4 warps × F query rows (BQ = 4F),
+//     (query block, head, sequence). Q is held as fragments in registers;
+//     per key block of BK keys the K and V tiles are staged in shared memory
+//     (f16, rows padded by 16 bytes), S = Q·Kᵀ goes through shared memory
+//     to the softmax (WG/BQ invocations per row, f32, base 2), P comes back
+//     as f16 fragments; O stays in accumulators, rescaled by α per row
+//     through a row-index matrix (an accumulator loaded with each element's
+//     row number: element-wise operations on matrices of one type see the
+//     same element at the same index), then O += P·V.
+//   attention_dq_coopmat    the same blocking; Q and dO held as fragments;
+//     per key block S = Q·Kᵀ and dP = dO·Vᵀ go through shared memory, dS =
+//     P·(dP − delta) comes back as f16, dQ += dS·K.
+//   attention_dkdv_coopmat  workgroup = (2F keys, kv head, sequence); warps
+//     0, 1 hold K rows and accumulate dV, warps 2, 3 hold V rows and
+//     accumulate dK, F keys each. For every query head of the group in
+//     order and query blocks of BQ from the diagonal on in order: the Q and
+//     dO tiles are staged, Sᵀ = K·Qᵀ (warps 0, 1) and dPᵀ = V·dOᵀ (warps 2,
+//     3) go through shared memory, Pᵀ and dSᵀ come back as f16, then dV +=
+//     Pᵀ·dO and dK += dSᵀ·Q.
+// Outputs go through shared memory in column chunks of EPI and only rows
+// inside the sequence are written. Every output element is one
+// accumulator's, summed in a fixed order (fragments in order): the same
+// bits run after run.
+// @variant attention_fwd_coopmat MODE=0
+// @variant attention_dkdv_coopmat MODE=1
+// @variant attention_dq_coopmat MODE=2
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "attention.h"
+
+layout(constant_id = ATTN_SPEC_WG_SIZE) const uint WG_SIZE = 128;  // 4 · SG
+layout(constant_id = ATTN_SPEC_D) const uint D = 64;               // head_dim, a multiple of 32
+layout(constant_id = ATTN_SPEC_BQ) const uint BQ = 64;             // query rows per block
+layout(constant_id = ATTN_SPEC_BK) const uint BK = 32;             // fwd, dq: key rows per block (dkdv: 2F)
+layout(constant_id = ATTN_SPEC_SG) const uint SG = 32;
+layout(constant_id = ATTN_SPEC_F) const uint F = 16;
+layout(constant_id = ATTN_SPEC_EPI) const uint EPI = 64;
+layout(local_size_x_id = ATTN_SPEC_WG_SIZE) in;
+
+#define FragA coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseA>
+#define FragB coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseB>
+#define Acc coopmat<float, gl_ScopeSubgroup, F, F, gl_MatrixUseAccumulator>
+#define ROW_MAJOR gl_CooperativeMatrixLayoutRowMajor
+#define COL_MAJOR gl_CooperativeMatrixLayoutColumnMajor
+
+const uint SH = D + 8;     // f16 tile row stride in halves
+const uint SH8 = SH / 8;   // ... in uvec4
+const uint HV8 = D / 8;    // uvec4 per head row
+const uint DF = D / F;     // fragments along head_dim
+const uint EPI_STRIDE = EPI + 4;  // epilogue row stride in floats
+const float LOG2E = 1.4426950408889634;
+const float LN2 = 0.6931471805599453;
+
+layout(set = 0, binding = 0) restrict readonly buffer Q { uvec4 q16[]; };
+layout(set = 0, binding = 1) restrict readonly buffer K { uvec4 k16[]; };
+layout(set = 0, binding = 2) restrict readonly buffer V { uvec4 v16[]; };
+#if MODE == 0
+layout(set = 0, binding = 3) restrict writeonly buffer O { vec4 o4[]; };
+layout(set = 0, binding = 4) restrict writeonly buffer Lse { float lse[]; };
+#else
+layout(set = 0, binding = 4) restrict readonly buffer Lse { float lse[]; };
+layout(set = 0, binding = 5) restrict readonly buffer DO { uvec4 do16[]; };
+layout(set = 0, binding = 6) restrict readonly buffer Delta { float delta[]; };
+#endif
+#if MODE == 1
+layout(set = 0, binding = 8) restrict writeonly buffer DK { vec4 dk4[]; };
+layout(set = 0, binding = 9) restrict writeonly buffer DVv { vec4 dv4[]; };
+#elif MODE == 2
+layout(set = 0, binding = 7) restrict writeonly buffer DQ { vec4 dq4[]; };
+#endif
+
+float neg_inf() { return uintBitsToFloat(0xff800000u); }
+
+// DST[BASE + r·SH8 ..] rows 0..ROWS-1 <- f16 rows ROW0 + R0 + r of SRC,
+// uvec4 columns COL8 .. COL8 + HV8 of rows STRIDE8 uvec4 long; zeros for
+// rows past the sequence.
+#define STAGE16(DST, BASE, SRC, ROWS, ROW0, R0, STRIDE8, COL8)                                          \
+  for (uint e_ = gl_LocalInvocationIndex; e_ < (ROWS) * HV8; e_ += WG_SIZE) {                          \
+    const uint r_ = e_ / HV8, c_ = e_ % HV8;                                                           \
+    DST[(BASE) + r_ * SH8 + c_] =                                                                      \
+        (R0) + r_ < pc.seq ? SRC[((ROW0) + (R0) + r_) * (STRIDE8) + (COL8) + c_] : uvec4(0u);          \
+  }
+
+// The larger of three sizes (specialization-constant expressions).
+#define MAX3(A, B_, C) ((A) > (B_) ? ((A) > (C) ? (A) : (C)) : ((B_) > (C) ? (B_) : (C)))
+
+#if MODE == 0 || MODE == 2
+// ---------------------------------------------------------------- fwd, dq
+const uint SS = BK + 4;  // score row stride (floats)
+const uint SP = BK + 8;  // f16 P / dS row stride (halves)
+// K tile at 0 and V tile at BK·SH8; the Q (and dO) tile at the start; the
+// output's column chunks at the end.
+shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
+shared float s_s[BQ * SS];
+
+// Writes the accumulators ACC[DF] of every warp's F rows as output rows
+// q0 + r < seq (OUT4 rows STRIDE4 vec4 long, head columns from COL4), each
+// value · SCALE (fwd: / l_s[r] instead).
+#define EPILOGUE(ACC, OUT4, ROW0, R0, STRIDE4, COL4, VALUE)                                              \
+  for (uint c0 = 0; c0 < D; c0 += EPI) {                                                                 \
+    barrier();                                                                                           \
+    [[unroll]] for (uint n = 0; n < DF; ++n) {                                                           \
+      if (n * F >= c0 && n * F < c0 + EPI) {                                                             \
+        coopMatStore(ACC[n], kv_s, (warp * F * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR); \
+      }                                                                                                  \
+    }                                                                                                    \
+    barrier();                                                                                           \
+    for (uint e = tid; e < BQ * EPI / 4; e += WG_SIZE) {                                                 \
+      const uint r = e / (EPI / 4), cc = (e % (EPI / 4)) * 4;                                            \
+      if ((R0) + r < pc.seq) {                                                                           \
+        const vec4 v = uintBitsToFloat(kv_s[(r * EPI_STRIDE + cc) / 4]);                                 \
+        OUT4[((ROW0) + (R0) + r) * (STRIDE4) + (COL4) + (c0 + cc) / 4] = VALUE;                          \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+#endif
+
+#if MODE == 0
+const uint LPR = WG_SIZE / BQ;  // softmax invocations per row
+const uint CPP = BK / LPR;      // ... and columns of each
+shared float16_t p_s[BQ * SP];
+shared float max_s[BQ * LPR];
+shared float sum_s[BQ * LPR];
+shared float alpha_s[BQ];
+shared float l_s[BQ];
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint warp = gl_SubgroupID;
+  const uint blocks = (pc.seq + BQ - 1) / BQ;
+  const uint qb = blocks - 1 - gl_WorkGroupID.x;  // the longest rows first
+  const uint h = gl_WorkGroupID.y;
+  const uint g = h / pc.group;
+  const uint row0 = gl_WorkGroupID.z * pc.seq;
+  const uint q0 = qb * BQ;
+  const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+  const uint sr = tid / LPR, sp = tid % LPR;  // softmax: row and part
+  const uint qi = q0 + sr;
+
+  // Q as fragments; the row-index matrix
+  STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+  for (uint e = tid; e < F * F; e += WG_SIZE) s_s[e] = float(e / F);
+  barrier();
+  FragA qf[DF];
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(qf[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  Acc rowid;
+  coopMatLoad(rowid, s_s, 0, F, ROW_MAJOR);
+  Acc o[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
+  float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its LPR invocations
+
+  const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
+  for (uint kb = 0; kb < k_blocks; ++kb) {
+    const uint k0 = kb * BK;
+    barrier();  // the previous block (or the Q and row-index loads) is done with kv_s, s_s, p_s
+    STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+    STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    barrier();
+    [[unroll]] for (uint n = 0; n < BK / F; ++n) {
+      Acc s = Acc(0.0);
+      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+        FragB kt;
+        coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        s = coopMatMulAdd(qf[kk], kt, s);
+      }
+      coopMatStore(s, s_s, warp * F * SS + n * F, SS, ROW_MAJOR);
+    }
+    barrier();
+    // online softmax of row sr over this block's columns sp·CPP ..
+    float sv[CPP];
+    float part_max = neg_inf();
+    [[unroll]] for (uint c = 0; c < CPP; ++c) {
+      const uint col = sp * CPP + c;
+      sv[c] = (k0 + col <= qi && qi < pc.seq) ? s_s[sr * SS + col] * pc.scale_log2 : neg_inf();
+      part_max = max(part_max, sv[c]);
+    }
+    max_s[sr * LPR + sp] = part_max;
+    barrier();
+    float block_max = neg_inf();
+    [[unroll]] for (uint p = 0; p < LPR; ++p) block_max = max(block_max, max_s[sr * LPR + p]);
+    const float m_new = max(m_run, block_max);
+    const float alpha = m_run == neg_inf() ? 0.0 : exp2(m_run - m_new);
+    float part_sum = 0.0;
+    [[unroll]] for (uint c = 0; c < CPP; ++c) {
+      const float p = sv[c] == neg_inf() ? 0.0 : exp2(sv[c] - m_new);
+      part_sum += p;
+      p_s[sr * SP + sp * CPP + c] = float16_t(p);
+    }
+    sum_s[sr * LPR + sp] = part_sum;
+    if (sp == 0) alpha_s[sr] = alpha;
+    m_run = m_new;
+    barrier();
+    float block_sum = 0.0;
+    [[unroll]] for (uint p = 0; p < LPR; ++p) block_sum += sum_s[sr * LPR + p];
+    l_run = l_run * alpha + block_sum;
+    // O = diag(α)·O + P·V
+    [[unroll]] for (uint n = 0; n < DF; ++n) {
+      for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha_s[warp * F + uint(rowid[i])];
+    }
+    [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
+      FragA pa;
+      coopMatLoad(pa, p_s, warp * F * SP + kk * F, SP, ROW_MAJOR);
+      [[unroll]] for (uint n = 0; n < DF; ++n) {
+        FragB vb;
+        coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        o[n] = coopMatMulAdd(pa, vb, o[n]);
+      }
+    }
+  }
+  if (sp == 0) {
+    l_s[sr] = l_run;
+    if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run + log2(l_run)) * LN2;
+  }
+  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / l_s[r])
+}
+
+#elif MODE == 2
+shared float dp_s[BQ * SS];
+shared float16_t ds_s[BQ * SP];
+shared float lse2_s[BQ];
+shared float delta_s[BQ];
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint warp = gl_SubgroupID;
+  const uint blocks = (pc.seq + BQ - 1) / BQ;
+  const uint qb = blocks - 1 - gl_WorkGroupID.x;  // the longest rows first
+  const uint h = gl_WorkGroupID.y;
+  const uint g = h / pc.group;
+  const uint row0 = gl_WorkGroupID.z * pc.seq;
+  const uint q0 = qb * BQ;
+  const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+
+  // Q and dO as fragments; the rows' lse and delta
+  STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+  for (uint r = tid; r < BQ; r += WG_SIZE) {
+    const bool ok = q0 + r < pc.seq;
+    const uint at = (row0 + q0 + r) * pc.heads + h;
+    lse2_s[r] = ok ? lse[at] * LOG2E : 0.0;
+    delta_s[r] = ok ? delta[at] : 0.0;
+  }
+  barrier();
+  FragA qf[DF], dof[DF];
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(qf[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  barrier();
+  STAGE16(kv_s, 0, do16, BQ, row0, q0, qs8, h * HV8)
+  barrier();
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(dof[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  Acc dq[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) dq[n] = Acc(0.0);
+
+  const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
+  for (uint kb = 0; kb < k_blocks; ++kb) {
+    const uint k0 = kb * BK;
+    barrier();  // the previous block (or the dO loads) is done with kv_s, s_s, dp_s, ds_s
+    STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+    STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    barrier();
+    [[unroll]] for (uint n = 0; n < BK / F; ++n) {
+      Acc s = Acc(0.0), dp = Acc(0.0);
+      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+        FragB kt, vt;
+        coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        coopMatLoad(vt, kv_s, BK * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        s = coopMatMulAdd(qf[kk], kt, s);
+        dp = coopMatMulAdd(dof[kk], vt, dp);
+      }
+      coopMatStore(s, s_s, warp * F * SS + n * F, SS, ROW_MAJOR);
+      coopMatStore(dp, dp_s, warp * F * SS + n * F, SS, ROW_MAJOR);
+    }
+    barrier();
+    for (uint e = tid; e < BQ * BK; e += WG_SIZE) {
+      const uint r = e / BK, j = e % BK;
+      const uint qi = q0 + r;
+      const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s_s[r * SS + j] * pc.scale_log2 - lse2_s[r]) : 0.0;
+      ds_s[r * SP + j] = float16_t(p * (dp_s[r * SS + j] - delta_s[r]));
+    }
+    barrier();
+    [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
+      FragA da;
+      coopMatLoad(da, ds_s, warp * F * SP + kk * F, SP, ROW_MAJOR);
+      [[unroll]] for (uint n = 0; n < DF; ++n) {
+        FragB kb_;
+        coopMatLoad(kb_, kv_s, (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        dq[n] = coopMatMulAdd(da, kb_, dq[n]);
+      }
+    }
+  }
+  EPILOGUE(dq, dq4, row0, q0, pc.q_stride / 4, h * D / 4, v * pc.dk_scale)
+}
+
+#else
+// ---------------------------------------------------------------- dkdv
+const uint BKV = 2 * F;    // keys per workgroup: two warps per role
+const uint SSQ = BQ + 4;   // Sᵀ, dPᵀ row stride (floats)
+const uint SPQ = BQ + 8;   // Pᵀ, dSᵀ row stride (halves)
+// The Q tile at 0 and the dO tile at BQ·SH8; the K and V rows at the
+// start; the output's column chunks (4F rows) at the end.
+shared uvec4 qd_s[MAX3(2 * BQ * SH8, 2 * BKV * SH8, 2 * BKV * EPI_STRIDE / 4)];
+shared float s_s[BKV * SSQ];
+shared float dp_s[BKV * SSQ];
+shared float16_t p_s[BKV * SPQ];
+shared float16_t ds_s[BKV * SPQ];
+shared float lse2_s[BQ];
+shared float delta_s[BQ];
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint warp = gl_SubgroupID;
+  const uint role = warp / 2;  // 0: holds K, accumulates dV; 1: holds V, accumulates dK
+  const uint kw = warp % 2;    // the warp's F keys: kw·F ..
+  const uint q_blocks = (pc.seq + BQ - 1) / BQ;
+  const uint kb = gl_WorkGroupID.x;  // the keys with the most queries first
+  const uint g = gl_WorkGroupID.y;
+  const uint row0 = gl_WorkGroupID.z * pc.seq;
+  const uint k0 = kb * BKV;
+  const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+
+  STAGE16(qd_s, 0, k16, BKV, row0, k0, ks8, g * HV8)
+  STAGE16(qd_s, BKV * SH8, v16, BKV, row0, k0, ks8, g * HV8)
+  barrier();
+  FragA kvf[DF];  // role 0: K rows, role 1: V rows
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(kvf[kk], qd_s, role * BKV * SH8 + (kw * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  Acc acc[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) acc[n] = Acc(0.0);
+
+  for (uint hh = 0; hh < pc.group; ++hh) {
+    const uint h = g * pc.group + hh;
+    for (uint qb = k0 / BQ; qb < q_blocks; ++qb) {
+      const uint q0 = qb * BQ;
+      barrier();  // the previous query block (or the K, V loads) is done with qd_s and the score arrays
+      STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+      STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
+      for (uint i = tid; i < BQ; i += WG_SIZE) {
+        const bool ok = q0 + i < pc.seq;
+        const uint at = (row0 + q0 + i) * pc.heads + h;
+        lse2_s[i] = ok ? lse[at] * LOG2E : 0.0;
+        delta_s[i] = ok ? delta[at] : 0.0;
+      }
+      barrier();
+      // role 0: Sᵀ = K·Qᵀ; role 1: dPᵀ = V·dOᵀ (F keys × BQ queries)
+      [[unroll]] for (uint n = 0; n < BQ / F; ++n) {
+        Acc x = Acc(0.0);
+        [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+          FragB t;
+          coopMatLoad(t, qd_s, role * BQ * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+          x = coopMatMulAdd(kvf[kk], t, x);
+        }
+        if (role == 0) {
+          coopMatStore(x, s_s, kw * F * SSQ + n * F, SSQ, ROW_MAJOR);
+        } else {
+          coopMatStore(x, dp_s, kw * F * SSQ + n * F, SSQ, ROW_MAJOR);
+        }
+      }
+      barrier();
+      for (uint e = tid; e < BKV * BQ; e += WG_SIZE) {
+        const uint j = e / BQ, i = e % BQ;
+        const uint qi = q0 + i;
+        const float p =
+            (k0 + j <= qi && qi < pc.seq) ? exp2(s_s[j * SSQ + i] * pc.scale_log2 - lse2_s[i]) : 0.0;
+        p_s[j * SPQ + i] = float16_t(p);
+        ds_s[j * SPQ + i] = float16_t(p * (dp_s[j * SSQ + i] - delta_s[i]));
+      }
+      barrier();
+      // role 0: dV += Pᵀ·dO; role 1: dK += dSᵀ·Q
+      [[unroll]] for (uint kk = 0; kk < BQ / F; ++kk) {
+        FragA a;
+        if (role == 0) {
+          coopMatLoad(a, p_s, kw * F * SPQ + kk * F, SPQ, ROW_MAJOR);
+        } else {
+          coopMatLoad(a, ds_s, kw * F * SPQ + kk * F, SPQ, ROW_MAJOR);
+        }
+        [[unroll]] for (uint n = 0; n < DF; ++n) {
+          FragB b;
+          coopMatLoad(b, qd_s, (1 - role) * BQ * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+          acc[n] = coopMatMulAdd(a, b, acc[n]);
+        }
+      }
+    }
+  }
+  // every warp's F rows: warps 0, 1 -> dv, warps 2, 3 -> dk
+  const uint ks4 = pc.kv_stride / 4;
+  for (uint c0 = 0; c0 < D; c0 += EPI) {
+    barrier();
+    [[unroll]] for (uint n = 0; n < DF; ++n) {
+      if (n * F >= c0 && n * F < c0 + EPI) {
+        coopMatStore(acc[n], qd_s, (warp * F * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR);
+      }
+    }
+    barrier();
+    for (uint e = tid; e < 2 * BKV * EPI / 4; e += WG_SIZE) {
+      const uint rr = e / (EPI / 4), cc = (e % (EPI / 4)) * 4;
+      const uint w = rr / F;
+      const uint key = k0 + (w % 2) * F + rr % F;
+      if (key < pc.seq) {
+        const vec4 v = uintBitsToFloat(qd_s[(rr * EPI_STRIDE + cc) / 4]);
+        const uint at = (row0 + key) * ks4 + g * D / 4 + (c0 + cc) / 4;
+        if (w < 2) {
+          dv4[at] = v * pc.dv_scale;
+        } else {
+          dk4[at] = v * pc.dk_scale;
+        }
+      }
+    }
+  }
+}
+#endif
