@@ -8,6 +8,7 @@
 // op computes, exactly, is in docs/kernels.md. One header per family:
 #pragma once
 
+#include "vkblr/ops/add.hpp"
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/dense.hpp"
@@ -19,4 +20,5 @@
 #include "vkblr/ops/random.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
+#include "vkblr/ops/swiglu.hpp"
 #include "vkblr/ops/train.hpp"
