@@ -91,4 +91,60 @@ inline void swiglu_bwd_ref(std::span<const double> g, std::span<const double> u,
   }
 }
 
+// ---- RMSNorm ---------------------------------------------------------------
+
+// y = x·inv·w per row, inv = 1/sqrt(mean(x²) + eps); magnitudes |y| and
+// |inv| (every term of the sum of squares is positive: no cancellation).
+struct RmsNormRef {
+  RefValues y, inv;
+};
+inline RmsNormRef rmsnorm_fwd_ref(std::span<const double> x, std::span<const double> w, std::size_t tokens,
+                                  std::size_t hidden, double eps) {
+  RmsNormRef r{RefValues(tokens * hidden), RefValues(tokens)};
+  for (std::size_t t = 0; t < tokens; ++t) {
+    double ss = 0;
+    for (std::size_t c = 0; c < hidden; ++c) ss += x[t * hidden + c] * x[t * hidden + c];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + eps);
+    r.inv.value[t] = inv;
+    r.inv.magnitude[t] = inv;
+    for (std::size_t c = 0; c < hidden; ++c) {
+      r.y.value[t * hidden + c] = x[t * hidden + c] * inv * w[c];
+      r.y.magnitude[t * hidden + c] = std::abs(r.y.value[t * hidden + c]);
+    }
+  }
+  return r;
+}
+
+// The gradients of Σ dy·y: dx = inv·(dy·w − x̂·mean(dy·w·x̂)), x̂ = x·inv
+// (magnitude inv·(|dy·w| + |x̂|·mean|dy·w·x̂|), the terms before they
+// cancel), and dw = Σ_rows dy·x̂ (magnitude Σ_rows |dy·x̂|).
+struct RmsNormGradRef {
+  RefValues dx, dw;
+};
+inline RmsNormGradRef rmsnorm_bwd_ref(std::span<const double> x, std::span<const double> w,
+                                      std::span<const double> dy, std::size_t tokens, std::size_t hidden,
+                                      double eps) {
+  RmsNormGradRef r{RefValues(tokens * hidden), RefValues(hidden)};
+  const double n = static_cast<double>(hidden);
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const std::size_t b = t * hidden;
+    double ss = 0;
+    for (std::size_t c = 0; c < hidden; ++c) ss += x[b + c] * x[b + c];
+    const double inv = 1.0 / std::sqrt(ss / n + eps);
+    double s = 0, s_abs = 0;
+    for (std::size_t c = 0; c < hidden; ++c) {
+      s += dy[b + c] * w[c] * x[b + c] * inv;
+      s_abs += std::abs(dy[b + c] * w[c] * x[b + c] * inv);
+    }
+    for (std::size_t c = 0; c < hidden; ++c) {
+      const double xh = x[b + c] * inv;
+      r.dx.value[b + c] = inv * (dy[b + c] * w[c] - xh * s / n);
+      r.dx.magnitude[b + c] = inv * (std::abs(dy[b + c] * w[c]) + std::abs(xh) * s_abs / n);
+      r.dw.value[c] += dy[b + c] * xh;
+      r.dw.magnitude[c] += std::abs(dy[b + c] * xh);
+    }
+  }
+  return r;
+}
+
 }  // namespace vkt
