@@ -12,6 +12,7 @@
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/dense.hpp"
+#include "vkblr/ops/embedding.hpp"
 #include "vkblr/ops/expand.hpp"
 #include "vkblr/ops/expand_f32.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
