@@ -20,6 +20,7 @@
 #include "vkblr/ops/probe.hpp"
 #include "vkblr/ops/random.hpp"
 #include "vkblr/ops/rmsnorm.hpp"
+#include "vkblr/ops/rope.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
 #include "vkblr/ops/swiglu.hpp"
