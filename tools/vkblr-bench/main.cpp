@@ -5,6 +5,7 @@
 //   vkblr-bench gemm-f32 [--shape MxNxK]... [--ta] [--tb] [--tile bm,bn,bk,tm,tn]... [--reps N] [--warmup N]
 //                    [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
+//   vkblr-bench rows [--model ref,qwen-0.5b,llama-8b] [--op NAME,...] [--tokens N] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--reps N]
@@ -36,6 +37,7 @@
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
 #include "gemm_f32_bench.hpp"
+#include "rows_bench.hpp"
 #include "train_bench.hpp"
 
 namespace {
@@ -121,6 +123,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 64u));
   blr->add_option("--reps", bopt.reps, "steps per timed batch (>= 20)")->check(CLI::Range(20u, 100000u));
   blr->add_option("--warmup", bopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
+
+  CLI::App* rows = app.add_subcommand(
+      "rows", "row-wise transformer ops (RMSNorm, SwiGLU, embedding, RoPE): GB/s beside a copy's, at three models' shapes");
+  bench::RowsBenchOptions ropt;
+  std::vector<std::string> row_models, row_ops;
+  for (const auto& m : bench::rows_models()) row_models.push_back(m.name);
+  rows->add_option("--model", ropt.models, "models (default: all)")->delimiter(',')->check(CLI::IsMember(row_models));
+  rows->add_option("--op", ropt.ops, "ops (default: all)")->delimiter(',')->check(CLI::IsMember(bench::rows_ops()));
+  rows->add_option("--tokens", ropt.tokens, "tokens per batch (default: the model's, rows_bench.hpp)")
+      ->check(CLI::Range(1u, 1u << 20));
+  rows->add_option("--reps", ropt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  rows->add_option("--warmup", ropt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
 
   CLI::App* train = app.add_subcommand("train", "whole training steps per second (BlrTrainer, vkblr-fit's loop)");
   std::vector<std::string> train_cases;
@@ -220,6 +234,10 @@ int main(int argc, char** argv) {
       bopt.sign_grads = !no_sign;
       bopt.quiet = json;
       add("blr", bench::run_blr_bench(ctx, bopt));
+    }
+    if (rows->parsed()) {
+      ropt.quiet = json;
+      add("rows", bench::run_rows_bench(ctx, ropt));
     }
     if (train->parsed()) {
       topt.sign_opt = vkblr::sign_opt_from_string(sign_opt);

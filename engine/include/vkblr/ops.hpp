@@ -8,16 +8,21 @@
 // op computes, exactly, is in docs/kernels.md. One header per family:
 #pragma once
 
+#include "vkblr/ops/add.hpp"
 #include "vkblr/ops/attention.hpp"
 #include "vkblr/ops/colsum.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/dense.hpp"
+#include "vkblr/ops/embedding.hpp"
 #include "vkblr/ops/expand.hpp"
 #include "vkblr/ops/expand_f32.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
 #include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/probe.hpp"
 #include "vkblr/ops/random.hpp"
+#include "vkblr/ops/rmsnorm.hpp"
+#include "vkblr/ops/rope.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/split_qg.hpp"
+#include "vkblr/ops/swiglu.hpp"
 #include "vkblr/ops/train.hpp"

@@ -1,0 +1,94 @@
+// Token embedding lookup and its deterministic gradient (glsl/embedding.comp),
+// and the host's index of positions by id.
+#include "embedding.h"
+
+#include "op_util.hpp"
+#include "ranges.hpp"
+#include "vkblr/ops/embedding.hpp"
+
+namespace vkblr::ops {
+namespace {
+using detail::need_bytes;
+using detail::require_apart;
+using shader::EmbeddingPush;
+static_assert(sizeof(EmbeddingPush) == 32);
+
+EmbeddingPush embedding_push(const char* op, const Embedding& s, std::uint64_t n) {
+  detail::dim(op, "tokens", s.tokens);
+  detail::dim(op, "vocab", s.vocab);
+  detail::dim(op, "hidden", s.hidden);
+  detail::elements_fit(op, std::uint64_t{s.tokens} * s.hidden);
+  detail::elements_fit(op, std::uint64_t{s.vocab} * s.hidden);
+  EmbeddingPush p{};
+  p.tokens = s.tokens;
+  p.vocab = s.vocab;
+  p.hidden = s.hidden;
+  p.n = static_cast<std::uint32_t>(n);
+  p.quarter = static_cast<std::uint32_t>((n + 3) / 4);
+  return p;
+}
+}  // namespace
+
+EmbeddingIndex embedding_index(std::span<const std::uint32_t> ids, std::uint32_t vocab) {
+  const char* op = "embedding_index";
+  require(!ids.empty(), "{}: no ids (tokens = 0)", op);
+  require(ids.size() <= 0xffffffffu, "{}: {} ids exceed 32-bit positions", op, ids.size());
+  require(vocab > 0, "{}: vocab = 0", op);
+  EmbeddingIndex index;
+  index.offsets.assign(std::size_t{vocab} + 1, 0);
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    require(ids[t] < vocab, "{}: ids[{}] = {} is out of range (vocab = {})", op, t, ids[t], vocab);
+    ++index.offsets[ids[t] + 1];
+  }
+  for (std::uint32_t v = 0; v < vocab; ++v) index.offsets[v + 1] += index.offsets[v];
+  std::vector<std::uint32_t> next(index.offsets.begin(), index.offsets.end() - 1);
+  index.positions.resize(ids.size());
+  for (std::size_t t = 0; t < ids.size(); ++t) index.positions[next[ids[t]]++] = static_cast<std::uint32_t>(t);
+  return index;
+}
+
+Dispatch embedding_fwd(Context& ctx, const Buffer& ids, const Buffer& table, const Buffer& out,
+                       const Embedding& shape) {
+  const char* op = "embedding_fwd";
+  const EmbeddingPush p = embedding_push(op, shape, std::uint64_t{shape.tokens} * shape.hidden);
+  const std::uint64_t ids_bytes = std::uint64_t{shape.tokens} * 4,
+                      table_bytes = std::uint64_t{shape.vocab} * shape.hidden * 4,
+                      out_bytes = std::uint64_t{shape.tokens} * shape.hidden * 4;
+  need_bytes(op, "ids", ids, ids_bytes);
+  need_bytes(op, "table", table, table_bytes);
+  need_bytes(op, "out", out, out_bytes);
+  require_apart(op, "out", out, out_bytes, "ids", ids, ids_bytes);
+  require_apart(op, "out", out, out_bytes, "table", table, table_bytes);
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::embedding_fwd, op);
+  d.set_push(p).bind(0, ids, Access::read).bind(1, table, Access::read).bind(2, out, Access::write);
+  d.groups = detail::elt_grid(p.quarter, op);
+  return d;
+}
+
+Dispatch embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const Buffer& positions,
+                       const Buffer& dtable, const Embedding& shape, bool accumulate) {
+  const char* op = "embedding_bwd";
+  EmbeddingPush p = embedding_push(op, shape, std::uint64_t{shape.vocab} * shape.hidden);
+  p.accumulate = accumulate ? 1 : 0;
+  const std::uint64_t dy_bytes = std::uint64_t{shape.tokens} * shape.hidden * 4,
+                      offsets_bytes = (std::uint64_t{shape.vocab} + 1) * 4,
+                      positions_bytes = std::uint64_t{shape.tokens} * 4,
+                      table_bytes = std::uint64_t{shape.vocab} * shape.hidden * 4;
+  need_bytes(op, "dy", dy, dy_bytes);
+  need_bytes(op, "offsets", offsets, offsets_bytes);
+  need_bytes(op, "positions", positions, positions_bytes);
+  need_bytes(op, "dtable", dtable, table_bytes);
+  require_apart(op, "dtable", dtable, table_bytes, "dy", dy, dy_bytes);
+  require_apart(op, "dtable", dtable, table_bytes, "offsets", offsets, offsets_bytes);
+  require_apart(op, "dtable", dtable, table_bytes, "positions", positions, positions_bytes);
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::embedding_bwd, op);
+  d.set_push(p)
+      .bind(3, dy, Access::read)
+      .bind(4, offsets, Access::read)
+      .bind(5, positions, Access::read)
+      .bind(6, dtable, accumulate ? Access::read_write : Access::write);
+  d.groups = detail::elt_grid(p.quarter, op);
+  return d;
+}
+
+}  // namespace vkblr::ops

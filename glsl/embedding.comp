@@ -1,0 +1,63 @@
+#version 460
+// Token embedding, IDS u32 [tokens], TABLE, DTABLE f32 [vocab][hidden],
+// OUT, DY f32 [tokens][hidden]:
+//   embedding_fwd  OUT[t][c] = TABLE[IDS[t]][c]; an id >= vocab gives a row
+//                  of quiet NaNs (0x7fc00000): reported, never read out of
+//                  bounds.
+//   embedding_bwd  DTABLE[v][c] (+)= Σ_{k = OFFSETS[v]}^{OFFSETS[v+1]−1} DY[POSITIONS[k]][c]
+//                  with OFFSETS u32 [vocab + 1], POSITIONS u32 [tokens] the
+//                  index of embedding_index() (vkblr/ops/embedding.hpp): the
+//                  token positions sorted by id, ascending within an id. The
+//                  sum runs from +0 in that order, each addition rounded
+//                  (precise), then DTABLE + sum when accumulating: a fixed
+//                  order, no atomics, the same bits every run. Every element
+//                  of DTABLE is written (rows no token uses: 0, or
+//                  DTABLE + 0). Entries past `tokens` are ignored, so a
+//                  malformed index cannot read out of bounds.
+// Four elements per invocation, a quarter of the output apart (add.comp's
+// pattern: coalesced passes, four loads in flight).
+// @variant embedding_fwd BACKWARD=0
+// @variant embedding_bwd BACKWARD=1
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "embedding.h"
+
+layout(local_size_x = VKBLR_ELT_WG) in;
+#if BACKWARD == 0
+layout(set = 0, binding = 0) restrict readonly buffer Ids { uint ids[]; };
+layout(set = 0, binding = 1) restrict readonly buffer Table { float table[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer Out { float out_[]; };
+#else
+layout(set = 0, binding = 3) restrict readonly buffer DY { float dy[]; };
+layout(set = 0, binding = 4) restrict readonly buffer Offsets { uint offsets[]; };
+layout(set = 0, binding = 5) restrict readonly buffer Positions { uint positions[]; };
+layout(set = 0, binding = 6) restrict buffer DTable { float dtable[]; };
+#endif
+
+void main() {
+  const uint first = elt_index();
+  if (first >= pc.quarter) return;
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    const uint e = first + j * pc.quarter;
+    if (e >= pc.n) continue;
+    const uint row = e / pc.hidden, c = e - row * pc.hidden;
+#if BACKWARD == 0
+    const uint id = ids[row];
+    out_[e] = id < pc.vocab ? table[id * pc.hidden + c] : uintBitsToFloat(0x7fc00000u);
+#else
+    const uint begin = offsets[row], end = min(offsets[row + 1], pc.tokens);
+    precise float s = 0.0;
+    for (uint k = begin; k < end; ++k) {
+      const uint pos = positions[k];
+      if (pos < pc.tokens) s = s + dy[pos * pc.hidden + c];
+    }
+    if (pc.accumulate != 0) {
+      precise const float a = dtable[e] + s;
+      dtable[e] = a;
+    } else {
+      dtable[e] = s;
+    }
+#endif
+  }
+}

@@ -1,0 +1,54 @@
+#version 460
+// Rotary position embedding (Hugging Face Llama's rotate_half convention),
+// in place on X f32 [tokens][heads][2·half] (a row of q or of k), with
+// POSITIONS u32 [tokens] and TABLE f32 [max_positions][half][2] = (cos θ,
+// sin θ), θ = pos · base^(−2i/head_dim), correctly rounded from f64 on the
+// host (vkblr::ops::rope_table). For each token, head and i < half, with
+// a = X[i], b = X[i + half], c, s = TABLE[pos][i], each product rounded,
+// then the sum (precise: no fused multiply-add):
+//   rope_fwd (inverse = 0)  X[i] = a·c − b·s,  X[i + half] = b·c + a·s
+//   rope_bwd (inverse = 1)  X[i] = a·c + b·s,  X[i + half] = b·c − a·s
+// (the transpose, i.e. the inverse rotation: the gradient of the forward).
+// A position >= max_positions writes quiet NaNs (0x7fc00000) to both:
+// reported, never read out of bounds.
+// Four pairs per invocation, a quarter of the pairs apart (add.comp's
+// pattern).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "rope.h"
+
+layout(local_size_x = VKBLR_ELT_WG) in;
+layout(set = 0, binding = 0) restrict buffer X { float x[]; };
+layout(set = 0, binding = 1) restrict readonly buffer Positions { uint positions[]; };
+layout(set = 0, binding = 2) restrict readonly buffer Table { vec2 table[]; };
+
+void main() {
+  const uint first = elt_index();
+  if (first >= pc.quarter) return;
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    const uint p = first + j * pc.quarter;
+    if (p >= pc.n) continue;
+    const uint i = p % pc.half_dim, head_row = p / pc.half_dim;  // head_row = token · heads + head
+    const uint token = head_row / pc.heads;
+    const uint lo = head_row * 2 * pc.half_dim + i, hi = lo + pc.half_dim;
+    const uint pos = positions[token];
+    const float a = x[lo], b = x[hi];
+    if (pos >= pc.max_positions) {
+      x[lo] = uintBitsToFloat(0x7fc00000u);
+      x[hi] = uintBitsToFloat(0x7fc00000u);
+      continue;
+    }
+    const vec2 cs = table[pos * pc.half_dim + i];
+    precise float out_lo, out_hi;
+    if (pc.inverse == 0) {
+      out_lo = a * cs.x - b * cs.y;
+      out_hi = b * cs.x + a * cs.y;
+    } else {
+      out_lo = a * cs.x + b * cs.y;
+      out_hi = b * cs.x - a * cs.y;
+    }
+    x[lo] = out_lo;
+    x[hi] = out_hi;
+  }
+}

@@ -1,0 +1,19 @@
+// rope.h — push constants of the rotary position embedding (rope.comp).
+#ifndef VKBLR_ROPE_H
+#define VKBLR_ROPE_H
+#include "interface.h"
+VKBLR_SHADER_BEGIN
+
+VKBLR_PUSH(RopePush) {
+  uint tokens;         // rows of X
+  uint heads;          // heads per row
+  uint half_dim;       // head_dim / 2: the pairs (i, i + half_dim) of a head
+  uint max_positions;  // rows of the cos/sin table
+  uint n;              // pairs: tokens · heads · half_dim
+  uint quarter;        // ceil(n / 4): invocation j handles pairs j, j + quarter, j + 2·quarter, j + 3·quarter
+  uint inverse;        // 1: rotate by −θ (the backward)
+  uint reserved;
+} VKBLR_PUSH_END(pc)
+
+VKBLR_SHADER_END
+#endif
