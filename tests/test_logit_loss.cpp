@@ -490,6 +490,10 @@ GPU_TEST("cross_entropy and kl_distill refuse bad shapes and buffers", "[logit_l
   bad = shape;
   bad.vocab = 0;
   CHECK_THROWS_WITH(ce(bad, h, w, ids, grads, scratch), ContainsSubstring("cross_entropy: vocab = 0"));
+  bad.vocab = 0xFFFFFFF0u;  // rounded up to 32 it wraps: refused, not divided by 0
+  CHECK_THROWS_WITH(ce(bad, h, w, ids, grads, scratch),
+                    ContainsSubstring("cross_entropy: vocab = 4294967280 exceeds 32 bits rounded up to 32"));
+  CHECK_THROWS_WITH(ops::logit_loss_scratch_bytes(bad), ContainsSubstring("vocab = 4294967280 exceeds 32 bits"));
   bad = shape;
   bad.teacher_hidden = 16;
   CHECK_THROWS_WITH(ce(bad, h, w, ids, grads, scratch),
@@ -576,11 +580,11 @@ GPU_TEST("cross_entropy and kl_distill refuse bad shapes and buffers", "[logit_l
                     ContainsSubstring("kl_distill: mask holds 28 bytes, needs 32"));
 }
 
-GPU_TEST("cross_entropy at the target vocabularies (151936 and 128256)", "[logit_loss][.][slow]") {
+GPU_TEST("cross_entropy and kl_distill at the target vocabularies (151936 and 128256)", "[logit_loss][.][slow]") {
   // few tokens and a narrow head, so that lavapipe and the f64 reference
   // finish: the vocabulary's size and slicing (last slices of 4736 and 5376
   // rows at the default slice of 8192, and 1408 / 128 at 2048) are what is
-  // tested
+  // tested, for the cross-entropy and the KL
   for (std::uint32_t vocab : {151936u, 128256u}) {
     const std::uint32_t tokens = 24, hidden = 32;
     const Head head = random_head(tokens, hidden, vocab, 121 + vocab, 1.0f, 1.0f);
@@ -595,5 +599,16 @@ GPU_TEST("cross_entropy at the target vocabularies (151936 and 128256)", "[logit
       INFO("vocab " << vocab << ", slice " << slice);
       check_against(run_loss(ctx, ce_shape(tokens, hidden, vocab, slice), head, nullptr, targets, o), want);
     }
+    // the KL against a narrower teacher at τ = 2, every token counted
+    const Head teacher = random_head(tokens, 16, vocab, 131 + vocab, 1.0f, 1.0f);
+    const vkt::LossReference kl_want = vkt::kl_reference(head.staged(), teacher.staged(),
+                                                         std::vector<bool>(tokens, true), vocab, 2.0, 1.0 / tokens);
+    RunOptions ko;
+    ko.temperature = 2.0f;
+    ko.grad_scale = inverse(tokens);
+    ops::LogitLossShape shape = ce_shape(tokens, hidden, vocab, 0);
+    shape.teacher_hidden = 16;
+    INFO("kl_distill, vocab " << vocab);
+    check_against(run_loss(ctx, shape, head, &teacher, {}, ko), kl_want);
   }
 }

@@ -66,6 +66,7 @@ Plan plan_of(const char* op, const LogitLossShape& shape, bool kl) {
     require(shape.teacher_hidden == 0, "{}: teacher_hidden = {} (a teacher is kl_distill's)", op,
             shape.teacher_hidden);
   }
+  require(round32(p.vocab) >= p.vocab, "{}: vocab = {} exceeds 32 bits rounded up to 32", op, p.vocab);
   p.slice = std::min(slice, round32(p.vocab));
   p.slices = detail::ceil_div(p.vocab, p.slice);
   p.tokens32 = round32(p.tokens);
