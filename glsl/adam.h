@@ -16,7 +16,7 @@ VKBLR_PUSH(AdamPush) {
   uint masked;       // adam: 1 = the mask slot is bound (0 = every entry trains); adam_cat: always masked
   uint live;         // 1 = lr and step come from the scalars slot instead of the two fields above
   uint live_word;    // live: scalars[live_word] = lr (f32 bits), [live_word + 1] = step, [live_word + 2] = skip
-  uint reserved;
+  float weight_decay;  // λ >= 0: decoupled decay w·(1 − lr·λ) before the step (0: none, not evaluated)
 } VKBLR_PUSH_END(pc)
 
 VKBLR_SHADER_END

@@ -1,8 +1,12 @@
 // Optimizer ops: adam against a host replay of its f32 arithmetic, adam_cat
-// ≡ adam per parameter, sumsq against the host (bit for bit and in f64),
-// sumsq_cat ≡ sumsq per parameter, non-finite values through sumsq, and a
-// Graph replayed with live step scalars ≡ separately recorded steps.
+// ≡ adam per parameter, AdamW (weight decay, f16/bf16 storage copies)
+// against an f64 reference over several live-scalar steps with the copies ≡
+// the host's rounding of the f32 master bit for bit, sumsq against the host
+// (bit for bit and in f64), sumsq_cat ≡ sumsq per parameter, non-finite
+// values through sumsq, and a Graph replayed with live step scalars ≡
+// separately recorded steps.
 #include <algorithm>
+#include <bit>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -11,6 +15,7 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "vkblr/half.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -311,6 +316,232 @@ GPU_TEST("a Graph replayed with live step scalars equals separately recorded ada
   CHECK(vkt::count_bit_diffs(live_cat.m1.download<std::uint32_t>(), before_m1) == 0);
 }
 
+namespace {
+
+// AdamW in f64 on the host, the op's formula with its f32 hyperparameters
+// taken exactly, and per entry the error the device's f32 values may carry:
+// each f32 rounding of the moments adds 2^-24 of the terms' magnitudes (and
+// the earlier error shrinks by β); each step adds to the weight's error the
+// moment errors' effect (through m/√v), 4 ulp of the weight (the decay's
+// three roundings, the step's subtraction) and 2^-11 of the step's size
+// (pow, the division and the square root, which Vulkan does not round
+// exactly: see host_adam).
+struct Adam64 {
+  std::vector<double> w, m1, m2;
+  std::vector<double> w_tol, m1_tol, m2_tol;
+};
+
+Adam64 adam64_from(const HostAdam& s) {
+  const std::size_t n = s.w.size();
+  Adam64 a{std::vector<double>(s.w.begin(), s.w.end()), std::vector<double>(s.m1.begin(), s.m1.end()),
+           std::vector<double>(s.m2.begin(), s.m2.end()), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
+           std::vector<double>(n, 0.0)};
+  return a;
+}
+
+void adamw64(Adam64& a, const std::vector<float>& g, const ops::AdamOptions& o, float lr, std::uint32_t step,
+             const float* mask) {
+  const double b1 = o.beta1, b2 = o.beta2, t = step;
+  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+  const double u = std::ldexp(1.0, -24);
+  for (std::size_t i = 0; i < a.w.size(); ++i) {
+    if (mask && mask[i] == 0.0f) continue;
+    const double gi = double(g[i]) * o.grad_scale;
+    const double m = b1 * a.m1[i] + (1.0 - b1) * gi;
+    const double v = b2 * a.m2[i] + (1.0 - b2) * gi * gi;
+    a.m1_tol[i] = b1 * a.m1_tol[i] + 3 * u * (std::abs(b1 * a.m1[i]) + std::abs((1.0 - b1) * gi));
+    a.m2_tol[i] = b2 * a.m2_tol[i] + 4 * u * (std::abs(b2 * a.m2[i]) + std::abs((1.0 - b2) * gi * gi));
+    a.m1[i] = m;
+    a.m2[i] = v;
+    const double denom = std::sqrt(v / c2) + o.eps;
+    const double s = double(lr) * (m / c1) / denom;
+    // the moments' errors through s = lr·m̂/(√v̂ + ε): ∂s/∂m·δm + ∂s/∂v·δv
+    const double ds = double(lr) / c1 / denom * a.m1_tol[i] +
+                      std::abs(s) / denom * (v > 0 ? 0.5 / std::sqrt(v * c2) : 0.0) * a.m2_tol[i];
+    const double before = a.w[i];
+    const double decayed = before * (1.0 - double(lr) * o.weight_decay);
+    a.w[i] = decayed - s;
+    a.w_tol[i] += ds + 4 * ulp(static_cast<float>(std::max(std::abs(before), std::abs(a.w[i])))) +
+                  std::ldexp(std::abs(s), -11);
+  }
+}
+
+// Entries of `got` farther from `want` than `tol`; `worst` the largest error
+// as a fraction of its tolerance.
+std::size_t outside(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& tol,
+                    double* worst) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(double(got[i]) - want[i]);
+    bad += !(err <= tol[i]);
+    if (tol[i] > 0) *worst = std::max(*worst, err / tol[i]);
+  }
+  return bad;
+}
+
+// The host's rounding of every element: f16 or bf16 bits.
+std::vector<std::uint16_t> rounded(const std::vector<float>& w, ops::CopyType type) {
+  std::vector<std::uint16_t> out(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    out[i] = type == ops::CopyType::f16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
+  }
+  return out;
+}
+
+Buffer poisoned16(Context& ctx, std::size_t n) {
+  Buffer b = ctx.buffer((n + 1) / 2 * 4);
+  b.fill(vkt::kPoison32);
+  return b;
+}
+
+}  // namespace
+
+GPU_TEST("adamw matches an f64 reference over live-scalar steps; its copies are the rounded master", "[ops][adamw]") {
+  // n odd and past one workgroup's multiple; a mask; weight decay 0.1; five
+  // steps of a schedule replayed from one Graph; adam and adam_cat, each
+  // without a copy, with an f16 and with a bf16 copy
+  const std::uint32_t n = 20011, word = 1;
+  const HostAdam start = random_state(n, 701);
+  const auto mask = random_mask(n, 705);
+  std::vector<float> floors(n, 0.0f);
+  Buffer bmask = ctx.upload(mask), bfloors = ctx.upload(floors);
+  Buffer scalars = ctx.host_buffer((word + ops::kLiveScalarWords) * 4);
+  scalars.fill(vkt::kPoison32);
+  ops::AdamOptions o;
+  o.weight_decay = 0.1f;
+  o.grad_scale = 0.5f;
+  o.lr = 0.0f;  // live: the immediates must not matter
+  o.step = 0;
+  o.live = {&scalars, word};
+  struct Run {
+    DeviceAdam dev;
+    Buffer copy;
+    ops::CopyType type;
+    bool has_copy, concat;
+  };
+  std::vector<Run> runs;
+  for (const bool concat : {false, true}) {
+    for (int c = 0; c < 3; ++c) {
+      runs.push_back({upload(ctx, start), poisoned16(ctx, n), c == 1 ? ops::CopyType::f16 : ops::CopyType::bf16,
+                      c != 0, concat});
+    }
+  }
+  Recorder rec(ctx);
+  for (Run& r : runs) {
+    ops::AdamOptions ro = o;
+    if (r.has_copy) ro.copy = {&r.copy, r.type};
+    rec.add(r.concat ? ops::adam_cat(ctx, r.dev.w, r.dev.g, r.dev.m1, r.dev.m2, bmask, bfloors, n, ro)
+                     : ops::adam(ctx, r.dev.w, r.dev.g, r.dev.m1, r.dev.m2, &bmask, n, ro));
+  }
+  Graph graph = rec.finish();
+  auto lr_of = [](std::uint32_t step) { return 1e-2f / static_cast<float>(step); };
+  Adam64 want = adam64_from(start);
+  for (std::uint32_t step = 1; step <= 5; ++step) {
+    ops::write_live_scalars(scalars, word, lr_of(step), step);
+    graph.run();
+    adamw64(want, start.g, o, lr_of(step), step, mask.data());
+  }
+  const auto w0 = runs[0].dev.w.download<std::uint32_t>();
+  for (const Run& r : runs) {
+    INFO((r.concat ? "adam_cat" : "adam") << (r.has_copy ? (r.type == ops::CopyType::f16 ? ", f16 copy" : ", bf16 copy")
+                                                         : ", no copy"));
+    const auto w = r.dev.w.download<float>(), m1 = r.dev.m1.download<float>(), m2 = r.dev.m2.download<float>();
+    double worst = 0;
+    CHECK(outside(m1, want.m1, want.m1_tol, &worst) == 0);
+    CHECK(outside(m2, want.m2, want.m2_tol, &worst) == 0);
+    CHECK(outside(w, want.w, want.w_tol, &worst) == 0);
+    INFO("worst error: " << worst << " of its tolerance");
+    CHECK(worst > 0);
+    // every variant computes the same master bits; frozen entries untouched
+    CHECK(vkt::count_bit_diffs(r.dev.w.download<std::uint32_t>(), w0) == 0);
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (mask[i] == 0.0f) moved += w[i] != start.w[i] || m1[i] != start.m1[i] || m2[i] != start.m2[i];
+    }
+    CHECK(moved == 0);
+    // the copy: the host's rounding of the device's master, every entry (frozen ones too)
+    if (r.has_copy) CHECK(vkt::count_bit_diffs(r.copy.download<std::uint16_t>(n), rounded(w, r.type)) == 0);
+  }
+  // the decay moved the weights: without it they differ
+  Adam64 plain = adam64_from(start);
+  ops::AdamOptions no_decay = o;
+  no_decay.weight_decay = 0.0f;
+  for (std::uint32_t step = 1; step <= 5; ++step) adamw64(plain, start.g, no_decay, lr_of(step), step, mask.data());
+  std::size_t decayed = 0;
+  const auto w = runs[0].dev.w.download<float>();
+  for (std::size_t i = 0; i < n; ++i) decayed += std::abs(w[i] - plain.w[i]) > 10 * want.w_tol[i];
+  CHECK(decayed > n / 2);
+
+  // a skipped step writes nothing, the copies included
+  const auto copy_before = runs[2].copy.download<std::uint16_t>(n);
+  const auto w_before = runs[2].dev.w.download<std::uint32_t>();
+  ops::write_live_scalars(scalars, word, lr_of(6), 6);
+  const std::uint32_t skip = 1;
+  scalars.write(&skip, 4, (word + 2) * 4);
+  graph.run();
+  CHECK(vkt::count_bit_diffs(runs[2].copy.download<std::uint16_t>(n), copy_before) == 0);
+  CHECK(vkt::count_bit_diffs(runs[2].dev.w.download<std::uint32_t>(), w_before) == 0);
+}
+
+GPU_TEST("adam with weight_decay 0 and a copy gives plain adam's bits", "[ops][adamw]") {
+  const std::uint32_t n = 4099;
+  const HostAdam start = random_state(n, 711);
+  DeviceAdam plain = upload(ctx, start), copied = upload(ctx, start);
+  Buffer copy = poisoned16(ctx, n);
+  ops::AdamOptions o;
+  o.lr = 3e-3f;
+  Recorder rec(ctx);
+  for (std::uint32_t step = 1; step <= 3; ++step) {
+    o.step = step;
+    ops::AdamOptions oc = o;
+    oc.copy = {&copy, ops::CopyType::bf16};
+    rec.add(ops::adam(ctx, plain.w, plain.g, plain.m1, plain.m2, nullptr, n, o, 0.01f));
+    rec.add(ops::adam(ctx, copied.w, copied.g, copied.m1, copied.m2, nullptr, n, oc, 0.01f));
+  }
+  rec.run();
+  for (const auto& [a, b] : {std::pair{&plain.w, &copied.w}, std::pair{&plain.m1, &copied.m1},
+                             std::pair{&plain.m2, &copied.m2}}) {
+    CHECK(vkt::count_bit_diffs(a->download<std::uint32_t>(), b->download<std::uint32_t>()) == 0);
+  }
+  CHECK(vkt::count_bit_diffs(copy.download<std::uint16_t>(n), rounded(copied.w.download<float>(), ops::CopyType::bf16)) ==
+        0);
+}
+
+GPU_TEST("adam's f16 and bf16 copies round like vkblr/half.hpp on every kind of value", "[ops][adamw]") {
+  // every entry frozen (mask 0): the copy is the rounding of the uploaded
+  // weights, which are chosen for it: ties to even and just off them in both
+  // formats, f16 subnormals and the boundaries of its range, overflow, ±0,
+  // ±Inf, NaNs with payloads, and random bit patterns (every exponent)
+  std::vector<std::uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                     0x7f800001u, 0x7fa5a5a5u, 0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f807fffu,
+                                     0x3f801000u, 0x3f803000u, 0x3f801001u, 0x3f800fffu, 0x477fe000u, 0x477fefffu,
+                                     0x477ff000u, 0x477ff001u, 0x47800000u, 0x38800000u, 0x387fffffu, 0x33000000u,
+                                     0x33000001u, 0x32ffffffu, 0x33c00000u, 0x34000000u, 0x38000000u, 0x00000001u,
+                                     0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x3580c000u, 0x35804000u};
+  const std::size_t special = bits.size();
+  for (std::size_t i = 0; i < special; ++i) bits.push_back(bits[i] ^ 0x80000000u);
+  const auto noise = vkt::random_words(50000, 721);
+  bits.insert(bits.end(), noise.begin(), noise.end());
+  const auto n = static_cast<std::uint32_t>(bits.size());
+  std::vector<float> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = std::bit_cast<float>(bits[i]);
+  const HostAdam state = random_state(n, 723);
+  Buffer bw = ctx.upload(bits), g = ctx.upload(state.g), m1 = ctx.upload(state.m1), m2 = ctx.upload(state.m2);
+  Buffer mask = ctx.upload(std::vector<float>(n, 0.0f));
+  for (const ops::CopyType type : {ops::CopyType::f16, ops::CopyType::bf16}) {
+    INFO((type == ops::CopyType::f16 ? "f16" : "bf16"));
+    Buffer copy = poisoned16(ctx, n);
+    ops::AdamOptions o;
+    o.copy = {&copy, type};
+    o.weight_decay = 0.5f;
+    Recorder rec(ctx);
+    rec.add(ops::adam(ctx, bw, g, m1, m2, &mask, n, o));
+    rec.run();
+    CHECK(vkt::count_bit_diffs(copy.download<std::uint16_t>(n), rounded(w, type)) == 0);
+    CHECK(vkt::count_bit_diffs(bw.download<std::uint32_t>(), bits) == 0);  // frozen: untouched
+  }
+}
+
 GPU_TEST("sumsq partials reproduce the host's fixed order bit for bit", "[ops]") {
   for (const std::uint32_t n : {1000003u, 100u}) {
     INFO("n = " << n);
@@ -410,6 +641,20 @@ GPU_TEST("optimizer builders refuse bad arguments and small buffers", "[ops][err
   o.live = {};
   CHECK_THROWS_WITH(ops::adam_cat(ctx, w, g, m1, m2, mask, small, n, o),
                     ContainsSubstring("adam_cat") && ContainsSubstring("rel_floor holds 16 bytes"));
+  o.weight_decay = -0.1f;
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: weight_decay = -0.1"));
+  o.weight_decay = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(ops::adam_cat(ctx, w, g, m1, m2, mask, mask, n, o),
+                    ContainsSubstring("adam_cat: weight_decay = inf"));
+  o.weight_decay = 0.1f;
+  o.copy = {&small, ops::CopyType::bf16};
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o),
+                    ContainsSubstring("adam") && ContainsSubstring("copy holds 16 bytes, needs 128"));
+  o.copy = {&w, ops::CopyType::f16};
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: the copy must be a buffer"));
+  o.copy = {&mask, static_cast<ops::CopyType>(7)};
+  CHECK_THROWS_WITH(ops::adam(ctx, w, g, m1, m2, nullptr, n, o), ContainsSubstring("adam: copy type 7"));
+  o.copy = {};
   CHECK_THROWS_WITH(ops::write_live_scalars(scalars, 0, 1e-3f, 0), ContainsSubstring("step = 0"));
   CHECK_THROWS_AS(ops::write_live_scalars(scalars, 2, 1e-3f, 1), Error);
   Buffer partials = ctx.buffer(ops::kSumsqPartials * 4);

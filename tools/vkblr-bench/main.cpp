@@ -10,13 +10,18 @@
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--reps N]
 //                     [--warmup N] [--check]
+//   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
+//                    [--reps N] [--warmup N]
+//   vkblr-bench adamw [--n N]... [--copy none|f16|bf16] [--decay L] [--cat] [--reps N] [--warmup N]
 //   --json (before the subcommand): the results as JSON on stdout, with the
 //          device, driver and the context's GEMM policy they were taken under
 //
 // Method: each case is recorded `reps` times into one Graph with timestamps
 // around every dispatch; the graph runs `warmup` times, then once timed; the
 // median over reps of the GPU time is reported (docs/benchmarks.md).
-// `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp).
+// `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp);
+// `loss` a whole loss step by both (loss_bench.hpp); `adamw` one optimizer
+// step's GB/s (adamw_bench.hpp).
 //
 // Sizes are unsigned decimal numbers within the op's rules (bench_args.hpp,
 // layer_case.hpp), checked before any device work. A case whose buffers
@@ -32,11 +37,13 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "adamw_bench.hpp"
 #include "attention_bench.hpp"
 #include "bench_args.hpp"
 #include "blr_bench.hpp"
 #include "gemm_bench.hpp"
 #include "gemm_f32_bench.hpp"
+#include "loss_bench.hpp"
 #include "rows_bench.hpp"
 #include "train_bench.hpp"
 
@@ -166,6 +173,43 @@ int main(int argc, char** argv) {
   attention->add_option("--warmup", aopt.warmup, "untimed runs of the whole batch first")
       ->check(CLI::Range(0u, 100000u));
   attention->add_flag("--check", aopt.check, "compare o, lse and dq of 16 sampled rows with an f64 host reference");
+  CLI::App* loss = app.add_subcommand(
+      "loss", "a training step's loss over a large vocabulary (cross_entropy, or kl_distill with --kl), both gradients");
+  std::vector<std::string> loss_cases, loss_slices;
+  bench::LossBenchOptions lopt;
+  loss->add_option("--case", loss_cases,
+                   "tokens,hidden,vocab (repeatable; default: 4096 tokens at 512/272, 896/151936, 4096/128256)")
+      ->check(strict(bench::parse_loss_case, "tokens,hidden,vocab"));
+  loss->add_option("--slice", loss_slices,
+                   "rows of W per slice, a multiple of 32; 0: the whole vocabulary (repeatable; default 8192 and 0)")
+      ->check(strict(bench::parse_loss_slice, "a multiple of 32"));
+  loss->add_flag("--kl", lopt.kl, "the KL against a teacher's logits (kl_distill) instead of the cross-entropy");
+  loss->add_option("--teacher-hidden", lopt.teacher_hidden, "--kl: the teacher's hidden size (0: the student's)")
+      ->check(strict(
+          [](const std::string& text) {
+            const std::uint32_t v = bench::parse_numbers(text, ',', 1, 1, "a number")[0];
+            if (v % 16 != 0) throw std::invalid_argument("expected a multiple of 16, got " + text);
+            return v;
+          },
+          "a multiple of 16"));
+  loss->add_option("--reps", lopt.reps, "timed steps per batch (>= 3)")->check(CLI::Range(3u, 100000u));
+  loss->add_option("--warmup", lopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
+
+  CLI::App* adamw = app.add_subcommand(
+      "adamw", "one AdamW step over dense f32 parameters (ops::adam with weight decay), its GB/s");
+  std::vector<std::string> adamw_sizes;
+  std::string adamw_copy = "bf16";
+  bench::AdamwBenchOptions wopt;
+  adamw->add_option("--n", adamw_sizes,
+                    "entries (repeatable; default: 272·512, 2^20, 151936·896, 128256·4096: the three models' "
+                    "embeddings and a 1M-entry case)")
+      ->check(strict(bench::parse_adamw_size, "an entry count >= 1"));
+  adamw->add_option("--copy", adamw_copy, "the storage copy written in the same pass")
+      ->check(CLI::IsMember({"none", "f16", "bf16"}));
+  adamw->add_option("--decay", wopt.weight_decay, "weight decay λ in [0, 1]")->check(kFraction);
+  adamw->add_flag("--cat", wopt.concat, "adam_cat (per-entry mask and floor) instead of adam");
+  adamw->add_option("--reps", wopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  adamw->add_option("--warmup", wopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
 
   try {
     app.parse(argc, argv);
@@ -196,6 +240,15 @@ int main(int argc, char** argv) {
     // head 128, 4096), several sequences each
     if (attention_cases.empty()) attention_cases = {"8,1024,8,4,64", "4,4096,14,2,64", "2,4096,32,8,128"};
     for (const auto& c : attention_cases) aopt.cases.push_back(bench::parse_attention_case(c));
+    // the reference model, a Qwen-0.5B-class and a Llama-8B-class head, 4096 tokens each
+    if (loss_cases.empty()) loss_cases = {"4096,512,272", "4096,896,151936", "4096,4096,128256"};
+    for (const auto& c : loss_cases) lopt.cases.push_back(bench::parse_loss_case(c));
+    if (loss_slices.empty()) loss_slices = {"8192", "0"};
+    for (const auto& s : loss_slices) lopt.slices.push_back(bench::parse_loss_slice(s));
+    if (adamw_sizes.empty()) adamw_sizes = {"139264", "1048576", "136134656", "525336576"};
+    for (const auto& n : adamw_sizes) wopt.sizes.push_back(bench::parse_adamw_size(n));
+    if (adamw_copy == "f16") wopt.copy = vkblr::ops::CopyType::f16;
+    if (adamw_copy == "bf16") wopt.copy = vkblr::ops::CopyType::bf16;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0
   }
@@ -251,6 +304,14 @@ int main(int argc, char** argv) {
                                                     : vkblr::ops::AttentionKernel::automatic;
       aopt.quiet = json;
       add("attention", bench::run_attention_bench(ctx, aopt));
+    }
+    if (loss->parsed()) {
+      lopt.quiet = json;
+      add("loss", bench::run_loss_bench(ctx, lopt));
+    }
+    if (adamw->parsed()) {
+      wopt.quiet = json;
+      add("adamw", bench::run_adamw_bench(ctx, wopt));
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
     if (validate) {

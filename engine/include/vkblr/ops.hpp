@@ -1,5 +1,6 @@
 // vkblr/ops.hpp — builders of the elementwise, staging and reduction ops,
-// the f32 GEMM, the Gaussian fill and causal self-attention.
+// the f32 GEMM, the Gaussian fill, causal self-attention and the losses over a
+// vocabulary.
 //
 // Each builder checks its arguments (shapes, buffer sizes) and returns the
 // Dispatch (or Ops) that computes the op; record it with a Recorder. Bad
@@ -17,6 +18,7 @@
 #include "vkblr/ops/expand.hpp"
 #include "vkblr/ops/expand_f32.hpp"
 #include "vkblr/ops/gemm_f32.hpp"
+#include "vkblr/ops/logit_loss.hpp"
 #include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/probe.hpp"
 #include "vkblr/ops/random.hpp"

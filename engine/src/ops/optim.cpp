@@ -1,5 +1,5 @@
-// Optimizer ops: Adam and the partial sums of squares (glsl/adam.comp,
-// sumsq.comp).
+// Optimizer ops: Adam (AdamW, storage copies) and the partial sums of
+// squares (glsl/adam.comp, sumsq.comp).
 #include <bit>
 #include <cmath>
 
@@ -19,8 +19,17 @@ static_assert(sizeof(SumsqPush) == 8);
 static_assert(kSumsqPartials == VKBLR_SUMSQ_PARTIALS);
 
 
+// The kernel of adam (concat = false) or adam_cat with the copy `o` asks for.
+detail::KernelId adam_kernel(bool concat, const AdamOptions& o) {
+  using K = detail::KernelId;
+  if (!o.copy.buffer) return concat ? K::adam_cat : K::adam;
+  if (o.copy.type == CopyType::f16) return concat ? K::adam_cat_f16 : K::adam_f16;
+  return concat ? K::adam_cat_bf16 : K::adam_bf16;
+}
+
 // Checks what adam and adam_cat share (n, the four state buffers, the
-// options) and binds them: slots 0 w, 1 g, 2 m1, 3 m2, 6 the live scalars.
+// options, the copy) and binds them: slots 0 w, 1 g, 2 m1, 3 m2, 6 the live
+// scalars, 7 the copy.
 AdamPush adam_push(const char* op, Dispatch& d, const Buffer& w, const Buffer& g, const Buffer& m1, const Buffer& m2,
                    std::uint32_t n, const AdamOptions& o) {
   dim(op, "n", n);
@@ -33,6 +42,16 @@ AdamPush adam_push(const char* op, Dispatch& d, const Buffer& w, const Buffer& g
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < i; ++j) require(ids[i] != ids[j], "{}: w, g, m1 and m2 must be four different buffers", op);
   }
+  if (o.copy.buffer) {
+    need_bytes(op, "copy", *o.copy.buffer, std::uint64_t{n} * 2);
+    for (const std::uint64_t id : ids) {
+      require(o.copy.buffer->id() != id, "{}: the copy must be a buffer of its own (not w, g, m1 or m2)", op);
+    }
+    require(o.copy.type == CopyType::f16 || o.copy.type == CopyType::bf16, "{}: copy type {} is neither f16 nor bf16",
+            op, static_cast<int>(o.copy.type));
+  }
+  require(o.weight_decay >= 0.0f && std::isfinite(o.weight_decay),
+          "{}: weight_decay = {} (must be finite and >= 0)", op, o.weight_decay);
   require(o.beta1 >= 0.0f && o.beta1 < 1.0f, "{}: beta1 = {} outside [0, 1)", op, o.beta1);
   require(o.beta2 >= 0.0f && o.beta2 < 1.0f, "{}: beta2 = {} outside [0, 1)", op, o.beta2);
   require(o.eps >= 0.0f && std::isfinite(o.eps), "{}: eps = {} (must be finite and >= 0)", op, o.eps);
@@ -43,6 +62,7 @@ AdamPush adam_push(const char* op, Dispatch& d, const Buffer& w, const Buffer& g
   p.beta2 = o.beta2;
   p.eps = o.eps;
   p.grad_scale = o.grad_scale;
+  p.weight_decay = o.weight_decay;
   if (o.live.buffer) {
     need_bytes(op, "live scalars", *o.live.buffer, (std::uint64_t{o.live.word} + kLiveScalarWords) * 4);
     p.live = 1;
@@ -56,6 +76,7 @@ AdamPush adam_push(const char* op, Dispatch& d, const Buffer& w, const Buffer& g
   }
   d.bind(0, w, Access::read_write).bind(1, g, Access::read).bind(2, m1, Access::read_write);
   d.bind(3, m2, Access::read_write);
+  if (o.copy.buffer) d.bind(7, *o.copy.buffer, Access::write);
   return p;
 }
 
@@ -76,7 +97,7 @@ void write_live_scalars(Buffer& scalars, std::uint32_t word, float lr, std::uint
 Dispatch adam(Context& ctx, const Buffer& w, const Buffer& g, const Buffer& m1, const Buffer& m2, const Buffer* mask,
               std::uint32_t n, const AdamOptions& options, float rel_floor) {
   const char* op = "adam";
-  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::adam, op);
+  Dispatch d = detail::make_dispatch(ctx, adam_kernel(false, options), op);
   AdamPush p = adam_push(op, d, w, g, m1, m2, n, options);
   require(rel_floor >= 0.0f && std::isfinite(rel_floor), "adam: rel_floor = {} (must be finite and >= 0)", rel_floor);
   p.rel_floor = rel_floor;
@@ -93,7 +114,7 @@ Dispatch adam(Context& ctx, const Buffer& w, const Buffer& g, const Buffer& m1, 
 Dispatch adam_cat(Context& ctx, const Buffer& w, const Buffer& g, const Buffer& m1, const Buffer& m2,
                   const Buffer& mask, const Buffer& rel_floor, std::uint32_t n, const AdamOptions& options) {
   const char* op = "adam_cat";
-  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::adam_cat, op);
+  Dispatch d = detail::make_dispatch(ctx, adam_kernel(true, options), op);
   AdamPush p = adam_push(op, d, w, g, m1, m2, n, options);
   need_bytes(op, "mask", mask, std::uint64_t{n} * 4);
   need_bytes(op, "rel_floor", rel_floor, std::uint64_t{n} * 4);

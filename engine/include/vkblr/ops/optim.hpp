@@ -1,5 +1,6 @@
-// vkblr/ops/optim.hpp — the optimizer step of f32 parameters (Adam) and the
-// partial sums of squares of gradient norms (glsl/adam.comp, sumsq.comp).
+// vkblr/ops/optim.hpp — the optimizer step of f32 parameters (Adam, AdamW
+// with an optional f16/bf16 storage copy) and the partial sums of squares
+// of gradient norms (glsl/adam.comp, sumsq.comp).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,14 @@ inline constexpr std::uint32_t kLiveScalarWords = 3;
 // a range outside the buffer.
 void write_live_scalars(Buffer& scalars, std::uint32_t word, float lr, std::uint32_t step);
 
+// The 16-bit storage copy an Adam step may write beside the f32 master
+// weights (what the forward pass reads, e.g. bf16 norms and embeddings).
+enum class CopyType : std::uint8_t { f16, bf16 };
+struct AdamCopy {
+  const Buffer* buffer = nullptr;  // u16 [n] (IEEE half or bfloat16 bit patterns); null: no copy
+  CopyType type = CopyType::bf16;
+};
+
 // Adam's hyperparameters and the step being taken.
 struct AdamOptions {
   float lr = 1e-3f;         // learning rate (ignored when live)
@@ -41,24 +50,30 @@ struct AdamOptions {
   float beta2 = 0.999f;     // [0, 1)
   float eps = 1e-8f;        // >= 0
   float grad_scale = 1.0f;  // the gradient is multiplied by it first (e.g. 1 / loss scale)
+  float weight_decay = 0.0f;  // λ >= 0, finite: AdamW's decoupled decay w·(1 − lr·λ) (0: plain Adam)
   LiveScalars live{};       // set: lr and t are read from live.buffer when the dispatch runs
+  AdamCopy copy{};          // set: the new weights rounded to f16/bf16 are written there too
 };
 
-// One Adam step without weight decay over n f32 entries, in place on w, m1
-// (first moment) and m2 (second moment); g is the gradient. Per entry i:
+// One Adam step over n f32 entries, in place on w (the f32 master values),
+// m1 (first moment) and m2 (second moment); g is the gradient. Per entry i:
 //   g' = g[i]·grad_scale;  m1[i] = β1·m1[i] + (1−β1)·g';  m2[i] = β2·m2[i] + (1−β2)·g'·g'
 //   s  = lr · (m1[i] / (1 − β1^t)) / (sqrt(m2[i] / (1 − β2^t)) + eps)
-//   w[i] −= s · max(|w[i]|, rel_floor) if rel_floor > 0 (relative steps), else w[i] −= s
-// each operation rounded in f32 in that order. mask (optional, f32 [n]):
-// entries where it is 0 are frozen (w, m1, m2 untouched). w, g, m1 and m2
-// are four different buffers.
+//   w' = w[i] · (1 − lr·weight_decay) if weight_decay > 0 (AdamW, decoupled), else w' = w[i]
+//   w[i] = w' − s · max(|w'|, rel_floor) if rel_floor > 0 (relative steps), else w[i] = w' − s
+// each operation rounded in f32 in that order (weight_decay 0 gives plain
+// Adam's bits). mask (optional, f32 [n]): entries where it is 0 are frozen
+// (w, m1, m2 untouched). options.copy: copy[i] = f16/bf16(w[i]) after the
+// step, rounded to nearest even (vkblr/half.hpp's f32_to_f16/f32_to_bf16
+// bit for bit), frozen entries included; a skipped live step writes
+// nothing. w, g, m1, m2 and the copy are different buffers.
 Dispatch adam(Context& ctx, const Buffer& w, const Buffer& g, const Buffer& m1, const Buffer& m2, const Buffer* mask,
               std::uint32_t n, const AdamOptions& options, float rel_floor = 0.0f);
 
 // adam over a concatenation of parameters in one dispatch: mask f32 [n] per
 // entry (0 = frozen) and rel_floor f32 [n] per entry (> 0: relative steps
-// with that floor; 0: plain steps). Every entry gets the bits adam gives it
-// with the same mask and floor.
+// with that floor; 0: plain steps); weight decay and the copy as in adam.
+// Every entry gets the bits adam gives it with the same mask and floor.
 Dispatch adam_cat(Context& ctx, const Buffer& w, const Buffer& g, const Buffer& m1, const Buffer& m2,
                   const Buffer& mask, const Buffer& rel_floor, std::uint32_t n, const AdamOptions& options);
 
