@@ -26,14 +26,17 @@ class Failure(Exception):
 
 
 def options():
-    """The command line of every test script: --work DIR (made here), --fit (vkblr-fit) and
-    --read-back (vkblr-fit-read-back, tests/fit/read_back.cpp); paths made absolute."""
+    """The command line of every test script: --work DIR (made here), --fit (vkblr-fit),
+    --read-back (vkblr-fit-read-back, tests/fit/read_back.cpp) and any --tool NAME=PATH (as
+    .tool[NAME]); paths made absolute."""
     parser = argparse.ArgumentParser()
     for name in ("--work", "--fit", "--read-back"):
         parser.add_argument(name, required=True)
+    parser.add_argument("--tool", action="append", default=[], help="NAME=PATH: another program a test runs")
     parsed = parser.parse_args()
     for name in ("work", "fit", "read_back"):
         setattr(parsed, name, os.path.abspath(getattr(parsed, name)))
+    parsed.tool = {name: os.path.abspath(path) for name, _, path in (t.partition("=") for t in parsed.tool)}
     os.makedirs(parsed.work, exist_ok=True)
     return parsed
 

@@ -1,0 +1,96 @@
+"""The engine's dense Llama forward (vkblr/model/llama_forward.hpp, run by
+tests/model/llama_forward.cpp) against the reference model's PyTorch code
+(tools/model/llama.py, in float64) on a checkpoint that code wrote.
+
+    python3 pytools_model_forward.py --work DIR --fit VKBLR_FIT --read-back READ_BACK \
+        --tool llama-forward=VKBLR_LLAMA_FORWARD
+
+Checks: the final hidden states of 2 sequences of 40 tokens through a toy
+model (hidden 64, 2 query heads of 32 over 1 KV head, MLP 128, 2 blocks,
+random norms) agree with PyTorch's within the engine's f16 staging (the
+weights and the GEMM inputs rounded to f16); the comparison discriminates:
+PyTorch with the positions running on across the sequences instead of
+restarting, or with another rotary base, is far outside the bound; token
+ids past the vocabulary and a count that does not match the batch are
+refused with the file named.
+"""
+import os
+import sys
+
+from pytools_support import REPO, check, main, options, require_modules, run
+
+require_modules("numpy", "torch")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "tools", "model"))
+from checkpoint import save_checkpoint  # noqa: E402
+from llama import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+args = options()
+FORWARD = args.tool["llama-forward"]
+WORK = args.work
+SEQUENCES, SEQ = 2, 40
+
+config = LlamaConfig(vocab_size=272, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                     num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64, rope_theta=500.0)
+model = LlamaForCausalLM(config)
+model.initialize(5)
+with torch.no_grad():
+    generator = torch.Generator().manual_seed(6)
+    for name, p in model.named_parameters():
+        if p.dim() == 1:  # the norms: not all ones, so that a weight applied wrongly shows
+            p.copy_(1 + 0.3 * (2 * torch.rand(p.shape, generator=generator) - 1))
+        elif "proj" in name:  # larger than the init's 0.02, so that every layer changes the stream
+            p.mul_(8.0)
+CHECKPOINT = os.path.join(WORK, "toy")
+save_checkpoint(model, CHECKPOINT)
+ids = np.random.default_rng(7).integers(0, 256, size=SEQUENCES * SEQ).astype("<u2")
+IDS = os.path.join(WORK, "ids.npy")
+np.save(IDS, ids)
+
+
+def torch_hidden(positions_restart=True, theta=None):
+    m = LlamaForCausalLM(LlamaConfig(**{**config.__dict__, **({"rope_theta": theta} if theta else {})}))
+    m.load_state_dict(model.state_dict())
+    m = m.double()
+    with torch.no_grad():
+        x = torch.from_numpy(ids.astype(np.int64))
+        if positions_restart:
+            return m.model(x.view(SEQUENCES, SEQ)).reshape(SEQUENCES * SEQ, -1).numpy()
+        # one sequence of all the tokens: positions run on, attention crosses the sequences' border
+        return m.model(x.view(1, -1)).reshape(SEQUENCES * SEQ, -1).numpy()
+
+
+def engine_hidden(name="out.npy", ids_path=IDS, sequences=SEQUENCES, seq=SEQ, expect_rc=0):
+    out = os.path.join(WORK, name)
+    p = run([FORWARD, CHECKPOINT, ids_path, sequences, seq, out], expect_rc=expect_rc)
+    return (np.load(out) if expect_rc == 0 else None), p
+
+
+def test_the_forward_matches_pytorch():
+    got, _ = engine_hidden()
+    want = torch_hidden()
+    check(got.shape == want.shape, f"shape {got.shape}, want {want.shape}")
+    error = np.abs(got.astype(np.float64) - want)
+    # the rows are normalized (|values| ~ the norm's weight, about 1); f16
+    # weights and f16 GEMM inputs give ~1e-3 per value
+    worst, mean = float(error.max()), float(error.mean())
+    print(f"      engine against PyTorch float64: worst {worst:.2e}, mean {mean:.2e}")
+    check(worst < 3e-2 and mean < 3e-3, f"worst {worst}, mean {mean}")
+    for label, other in (("positions running on", torch_hidden(positions_restart=False)),
+                         ("rotary base 10000", torch_hidden(theta=10000.0))):
+        wrong = float(np.abs(got.astype(np.float64) - other).mean())
+        check(wrong > 10 * mean, f"{label}: mean difference {wrong} is not far above {mean}: the test cannot see it")
+
+
+def test_bad_inputs_are_refused():
+    bad = os.path.join(WORK, "bad_ids.npy")
+    np.save(bad, np.full(SEQUENCES * SEQ, 300, dtype="<u2"))
+    _, p = engine_hidden("bad.npy", bad, expect_rc=1)
+    check("token 0 is 300, outside the vocabulary of 272" in p.stderr, p.stderr)
+    _, p = engine_hidden("short.npy", IDS, SEQUENCES, SEQ + 1, expect_rc=1)
+    check("80 token ids, want SEQUENCES × SEQ = 82" in p.stderr, p.stderr)
+
+
+main({name: f for name, f in globals().items() if name.startswith("test_")})

@@ -1,0 +1,83 @@
+// vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy — the final
+// hidden states of the engine's dense forward (vkblr/model/llama_forward.hpp)
+// of a Hugging Face checkpoint on the token ids of IDS.npy (SEQUENCES ×
+// SEQ of them, sequence by sequence), written as a 2-D f32 .npy [tokens]
+// [hidden]. Runs under the Khronos validation layers. Exit 0 on success, 1
+// with the message on any error or validation message, 2 for a bad command
+// line. tests/fit/pytools_model_forward.py compares it with PyTorch.
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <format>
+#include <string>
+#include <vector>
+
+#include "vkblr/context.hpp"
+#include "vkblr/error.hpp"
+#include "vkblr/file_io.hpp"
+#include "vkblr/io/llama_checkpoint.hpp"
+#include "vkblr/io/npy.hpp"
+#include "vkblr/model/llama_forward.hpp"
+#include "vkblr/recorder.hpp"
+
+namespace {
+
+// numpy.save's format 1.0 of a C-order '<f4' array [rows][cols].
+std::string npy_f32(const std::vector<float>& values, std::uint64_t rows, std::uint64_t cols) {
+  std::string header = std::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return out;
+}
+
+std::uint32_t count(const char* text, const char* what) {
+  const long long v = std::stoll(text);
+  if (v < 1 || v > (1 << 24)) throw vkblr::Error(std::format("{} is {}: want 1 to 2^24", what, text));
+  return static_cast<std::uint32_t>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy\n");
+    return 2;
+  }
+  try {
+    const vkblr::model::LlamaBatch batch{count(argv[3], "SEQUENCES"), count(argv[4], "SEQ")};
+    vkblr::Context ctx(vkblr::ContextOptions{.validation = true});
+    const vkblr::io::LlamaCheckpoint checkpoint(argv[1]);
+    const auto& config = checkpoint.config();
+    const std::vector<std::uint32_t> ids = vkblr::io::read_npy_token_ids(argv[2], config.vocab_size);
+    if (ids.size() != batch.tokens()) {
+      throw vkblr::Error(std::format("{}: {} token ids, want SEQUENCES × SEQ = {}", argv[2], ids.size(),
+                                     batch.tokens()));
+    }
+    const vkblr::model::DenseLlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
+    vkblr::model::LlamaForward forward(ctx, config, batch);
+    const vkblr::Buffer ids_buffer = ctx.upload(ids, "ids");
+    vkblr::Buffer out = ctx.buffer(std::uint64_t{batch.tokens()} * config.hidden_size * 4, "hidden");
+    vkblr::Recorder rec(ctx);
+    forward.record(rec, weights, ids_buffer, out, batch);
+    rec.run();
+    const std::vector<float> hidden = out.download<float>();
+    if (!ctx.validation_messages().empty()) {
+      for (const auto& m : ctx.validation_messages()) std::fprintf(stderr, "validation: %s\n", m.c_str());
+      return 1;
+    }
+    vkblr::write_file_atomic(argv[5], npy_f32(hidden, batch.tokens(), config.hidden_size));
+    std::printf("vkblr-llama-forward: %u tokens through %u blocks on %s; wrote %s\n", batch.tokens(),
+                config.num_hidden_layers, ctx.caps().device_name.c_str(), argv[5]);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkblr-llama-forward: %s\n", e.what());
+    return 1;
+  }
+}
