@@ -370,11 +370,11 @@ GPU_TEST("cross_entropy: ignored tokens, a custom ignore id, ids >= vocab", "[lo
     CHECK(std::isnan(got.value.sum));
     CHECK(std::isnan(got.token_loss[5]));
     CHECK(std::isnan(got.token_loss[17]));
-    std::vector<float> finite = got.token_loss;
-    finite[5] = finite[17] = 0;
+    REQUIRE(got.token_loss.size() == tokens);
     std::size_t off = 0;
     for (std::size_t t = 0; t < tokens; ++t) {
-      off += !(std::abs(finite[t] - want.token_loss[t]) <= kLossTol * (1 + std::abs(want.token_loss[t])));
+      if (t == 5 || t == 17) continue;  // the bad ids' NaN losses, checked above
+      off += !(std::abs(got.token_loss[t] - want.token_loss[t]) <= kLossTol * (1 + std::abs(want.token_loss[t])));
     }
     CHECK(off == 0);
     CHECK(vkt::max_rel_error(got.dh, want.dh) <= kGradTol);
