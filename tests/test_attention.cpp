@@ -18,11 +18,13 @@
 #include "support/attention_ref.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 using ops::AttentionKernel;
 using vkt::AttentionDims;
 
@@ -42,12 +44,6 @@ Inputs make_inputs(const AttentionDims& a, std::uint64_t seed, float qk = 2.0f, 
 
 ops::AttentionShape shape_of(const AttentionDims& a) {
   return {a.batch, a.seq, a.heads, a.kv_heads, a.head_dim, static_cast<float>(a.scale)};
-}
-
-Buffer poisoned(Context& ctx, std::size_t floats) {
-  Buffer b = ctx.buffer(floats * 4);
-  b.fill(vkt::kPoison32);
-  return b;
 }
 
 struct Outputs {

@@ -9,28 +9,19 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "support/record_pair.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
+using vkt::poisoned16;
 
 namespace {
 
 constexpr double kSumTolerance = 1e-5;
-
-Buffer poisoned_f32(Context& ctx, std::size_t floats) {
-  Buffer b = ctx.buffer(floats * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
-
-Buffer poisoned_f16(Context& ctx, std::size_t halves) {
-  Buffer b = ctx.buffer((halves + 1) / 2 * 4);
-  b.fill(vkt::kPoison16x2);
-  return b;
-}
 
 std::vector<std::uint32_t> words(const Buffer& b, std::size_t n) { return b.download<std::uint32_t>(n); }
 std::vector<std::uint16_t> halves(const Buffer& b, std::size_t n) { return b.download<std::uint16_t>(n); }
@@ -129,8 +120,8 @@ GPU_TEST("colsum sums prod, prod_row and plain terms within 1e-5 of f64, determi
     Recorder rec(ctx);
     for (const Kind kind : {Kind::prod, Kind::prod_row, Kind::plain}) {
       for (const bool accumulate : {false, true}) {
-        Run run{kind, accumulate, accumulate ? ctx.upload(in.init) : poisoned_f32(ctx, in.k),
-                accumulate ? ctx.upload(in.init) : poisoned_f32(ctx, in.k)};
+        Run run{kind, accumulate, accumulate ? ctx.upload(in.init) : poisoned(ctx, in.k),
+                accumulate ? ctx.upload(in.init) : poisoned(ctx, in.k)};
         rec.add(ops::colsum(ctx, in.ba, term_of(in, kind), run.out, in.m, in.k, accumulate));
         rec.add(ops::colsum(ctx, in.ba, term_of(in, kind), run.again, in.m, in.k, accumulate));
         runs.push_back(std::move(run));
@@ -160,8 +151,8 @@ GPU_TEST("colsum_fused equals colsum_prod plus the separate op bit for bit", "[o
       const bool scales = fc.kind == ops::Fuse::Kind::scale_b;
       Buffer sum_fused = ctx.upload(in.init), sum_separate = ctx.upload(in.init);
       auto output = [&] {
-        if (!scales) return poisoned_f16(ctx, n);
-        return fc.accumulate ? ctx.upload(out_init) : poisoned_f32(ctx, n);
+        if (!scales) return poisoned16(ctx, n);
+        return fc.accumulate ? ctx.upload(out_init) : poisoned(ctx, n);
       };
       Buffer dst_fused = output(), dst_separate = output();
       Recorder rec(ctx);
@@ -214,11 +205,11 @@ GPU_TEST("colsum_fused_t equals colsum_fused plus cvt_t bit for bit", "[ops]") {
       const bool scales = fc.kind == ops::Fuse::Kind::scale_b;
       Buffer sum_t = ctx.upload(in.init), sum_plain = ctx.upload(in.init);
       auto output = [&] {
-        if (!scales) return poisoned_f16(ctx, n);
-        return fc.accumulate ? ctx.upload(out_init) : poisoned_f32(ctx, n);
+        if (!scales) return poisoned16(ctx, n);
+        return fc.accumulate ? ctx.upload(out_init) : poisoned(ctx, n);
       };
       Buffer dst_t = output(), dst_plain = output();
-      Buffer transposed = poisoned_f16(ctx, n), cvt_t_out = poisoned_f16(ctx, std::size_t{k_rows} * in.m);
+      Buffer transposed = poisoned16(ctx, n), cvt_t_out = poisoned16(ctx, std::size_t{k_rows} * in.m);
       auto fuse = [&](const Buffer& dst) {
         switch (fc.kind) {
           case ops::Fuse::Kind::cvt_a: return ops::Fuse::cvt_a(in.bcol, dst, kStagingScale);

@@ -5,18 +5,14 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
+using vkt::poisoned16;
 
 namespace {
-
-Buffer poisoned_f16(Context& ctx, std::size_t halves) {
-  Buffer b = ctx.buffer((halves + 1) / 2 * 4);
-  b.fill(vkt::kPoison16x2);
-  return b;
-}
 
 std::vector<std::uint16_t> halves(const Buffer& b, std::size_t n) { return b.download<std::uint16_t>(n); }
 
@@ -31,7 +27,7 @@ GPU_TEST("cvt_col stages f32 as f16 with a column factor, padded rows zero", "[o
   const auto x = vkt::random_floats(m * k, 1, 3.0f);
   const auto col = vkt::random_floats(k, 2, 2.0f);
   Buffer bx = ctx.upload(x), bcol = ctx.upload(col);
-  Buffer dst = poisoned_f16(ctx, rows * k);
+  Buffer dst = poisoned16(ctx, rows * k);
   Recorder rec(ctx);
   rec.add(ops::cvt_col(ctx, bx, bcol, dst, m, k, scale, rows));
   rec.run();
@@ -53,7 +49,7 @@ GPU_TEST("cvt and cvt_cols match the host", "[ops]") {
   const std::uint32_t m = 33, k = 48, stride = 130, col0 = 17;
   const auto x = vkt::random_floats(m * stride, 3, 100.0f);
   Buffer bx = ctx.upload(x);
-  Buffer a = poisoned_f16(ctx, (m + 3) * k), b = poisoned_f16(ctx, m * k);
+  Buffer a = poisoned16(ctx, (m + 3) * k), b = poisoned16(ctx, m * k);
   Recorder rec(ctx);
   rec.add(ops::cvt(ctx, bx, a, m, k, 0.25f, m + 3));
   rec.add(ops::cvt_cols(ctx, bx, b, m, k, stride, col0, 0.5f));
@@ -77,8 +73,8 @@ GPU_TEST("cvt_multi equals separate cvt_col bit for bit", "[ops]") {
   std::vector<Buffer> cols, fused, separate;
   for (int j = 0; j < 4; ++j) {
     cols.push_back(ctx.upload(vkt::random_floats(k, 10 + j, 3.0f)));
-    fused.push_back(poisoned_f16(ctx, 64 * k));
-    separate.push_back(poisoned_f16(ctx, 64 * k));
+    fused.push_back(poisoned16(ctx, 64 * k));
+    separate.push_back(poisoned16(ctx, 64 * k));
   }
   for (std::size_t n = 1; n <= 4; ++n) {
     std::vector<const Buffer*> cp, dp;
@@ -103,7 +99,7 @@ GPU_TEST("cvt_t is cvt transposed bit for bit, padding zero", "[ops]") {
   Buffer bx = ctx.upload(x), bcol = ctx.upload(vkt::random_floats(k, 6, 2.0f));
   for (const bool with_col : {true, false}) {
     const float scale = with_col ? 1024.0f : 0.5f;
-    Buffer a = poisoned_f16(ctx, ntok * k), t = poisoned_f16(ctx, k_rows * tok_rows);
+    Buffer a = poisoned16(ctx, ntok * k), t = poisoned16(ctx, k_rows * tok_rows);
     Recorder rec(ctx);
     rec.add(with_col ? ops::cvt_col(ctx, bx, bcol, a, ntok, k, scale) : ops::cvt(ctx, bx, a, ntok, k, scale));
     rec.add(ops::cvt_t(ctx, bx, with_col ? &bcol : nullptr, t, ntok, k, scale, k_rows, tok_rows));

@@ -11,19 +11,15 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/llama_ref.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
 namespace {
-Buffer poisoned(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer(n * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
-
 // `tokens` ids in [0, vocab): a third of them one frequent id (a long
 // segment, like a padding or "the" token), the rest uniform; a few table
 // rows are never used.

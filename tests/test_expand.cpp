@@ -6,11 +6,13 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned16;
 
 namespace {
 
@@ -18,12 +20,6 @@ constexpr std::uint16_t kPlus = 0x3c00;   // f16 +1
 constexpr std::uint16_t kMinus = 0xbc00;  // f16 -1
 
 std::uint32_t words_of(std::uint32_t r) { return (r + 31) / 32; }
-
-Buffer poisoned_f16(Context& ctx, std::size_t halves) {
-  Buffer b = ctx.buffer((halves + 1) / 2 * 4);
-  b.fill(vkt::kPoison16x2);
-  return b;
-}
 
 // A bitmap of random words, the unused bits past r included (they must be ignored).
 std::vector<std::uint32_t> random_bits(std::uint32_t rows, std::uint32_t r, std::uint64_t seed) {
@@ -54,7 +50,7 @@ GPU_TEST("expand unpacks a bitmap into a plane and its transpose", "[ops]") {
   const std::uint32_t rows = 70, r = 200;  // r not a multiple of 32: the last word is partly unused
   const auto bits = random_bits(rows, r, 1);
   Buffer bbits = ctx.upload(bits);
-  Buffer plane = poisoned_f16(ctx, rows * r), plane_t = poisoned_f16(ctx, rows * r);
+  Buffer plane = poisoned16(ctx, rows * r), plane_t = poisoned16(ctx, rows * r);
   Recorder rec(ctx);
   rec.add(ops::expand(ctx, bbits, plane, plane_t, rows, r));
   rec.run();
@@ -75,7 +71,7 @@ GPU_TEST("expand puts bits 0, 31, 32, 63, 64 and r-1 at their ranks", "[ops]") {
     bits[(2 * i + 1) * words + p / 32] &= ~(1u << (p % 32));
   }
   Buffer bbits = ctx.upload(bits);
-  Buffer plane = poisoned_f16(ctx, rows * r), plane_t = poisoned_f16(ctx, rows * r);
+  Buffer plane = poisoned16(ctx, rows * r), plane_t = poisoned16(ctx, rows * r);
   Recorder rec(ctx);
   rec.add(ops::expand(ctx, bbits, plane, plane_t, rows, r));
   rec.run();
@@ -98,8 +94,8 @@ GPU_TEST("expand puts bits 0, 31, 32, 63, 64 and r-1 at their ranks", "[ops]") {
 GPU_TEST("expand_n and expand_t equal expand's two outputs bit for bit", "[ops]") {
   const std::uint32_t rows = 333, r = 200;
   Buffer bbits = ctx.upload(random_bits(rows, r, 2));
-  Buffer plane = poisoned_f16(ctx, rows * r), plane_t = poisoned_f16(ctx, rows * r);
-  Buffer plane_n = poisoned_f16(ctx, rows * r), plane_tt = poisoned_f16(ctx, rows * r);
+  Buffer plane = poisoned16(ctx, rows * r), plane_t = poisoned16(ctx, rows * r);
+  Buffer plane_n = poisoned16(ctx, rows * r), plane_tt = poisoned16(ctx, rows * r);
   Recorder rec(ctx);
   rec.add(ops::expand(ctx, bbits, plane, plane_t, rows, r));
   rec.add(ops::expand_n(ctx, bbits, plane_n, rows, r));
@@ -116,7 +112,7 @@ GPU_TEST("expand_n and expand_t fold grids past 65535 workgroups", "[ops]") {
   const std::size_t n = std::size_t{rows} * r;
   const auto bits = random_bits(rows, r, 3);
   Buffer bbits = ctx.upload(bits);
-  Buffer plane = poisoned_f16(ctx, n), plane_t = poisoned_f16(ctx, n);
+  Buffer plane = poisoned16(ctx, n), plane_t = poisoned16(ctx, n);
   const Dispatch dn = ops::expand_n(ctx, bbits, plane, rows, r);
   const Dispatch dt = ops::expand_t(ctx, bbits, plane_t, rows, r);
   REQUIRE(dn.groups[1] > 1);

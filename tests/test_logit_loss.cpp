@@ -21,11 +21,13 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/logit_loss_ref.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
 namespace {
 
@@ -33,12 +35,6 @@ constexpr double kLossTol = 2e-5;
 constexpr double kGradTol = 3e-3;
 
 float inverse(std::uint32_t n) { return 1.0f / static_cast<float>(n); }
-
-Buffer poisoned(Context& ctx, std::size_t words) {
-  Buffer b = ctx.buffer(words * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
 
 // Random targets in [0, vocab), every `ignore_every`-th token (from 3) ignored.
 std::vector<std::uint32_t> random_targets(std::uint32_t tokens, std::uint32_t vocab, std::uint64_t seed,

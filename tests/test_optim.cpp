@@ -15,12 +15,15 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/half.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
+using vkt::poisoned16;
 
 namespace {
 
@@ -123,12 +126,6 @@ std::vector<float> host_partials(const float* a, std::size_t n) {
     out[x] = sums[0];
   }
   return out;
-}
-
-Buffer poisoned(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer(n * 4);
-  b.fill(vkt::kPoison32);
-  return b;
 }
 
 }  // namespace
@@ -386,12 +383,6 @@ std::vector<std::uint16_t> rounded(const std::vector<float>& w, ops::CopyType ty
     out[i] = type == ops::CopyType::f16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
   }
   return out;
-}
-
-Buffer poisoned16(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer((n + 1) / 2 * 4);
-  b.fill(vkt::kPoison32);
-  return b;
 }
 
 }  // namespace

@@ -9,19 +9,15 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/llama_ref.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
 namespace {
-Buffer poisoned(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer(n * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
-
 // Tolerances in f32 units of each value's magnitude (llama_ref.hpp). A
 // row's sum of squares passes through at most 16 + 32 + 32 additions
 // (columns of an invocation, invocations of a lane, lanes), inversesqrt

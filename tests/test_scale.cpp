@@ -8,19 +8,15 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
 namespace {
-
-Buffer poisoned_f32(Context& ctx, std::size_t floats) {
-  Buffer b = ctx.buffer(floats * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
 
 std::vector<std::uint32_t> words(const Buffer& b, std::size_t n) { return b.download<std::uint32_t>(n); }
 
@@ -41,7 +37,7 @@ GPU_TEST("scale_acc overwrites and accumulates a·col exactly", "[ops]") {
     const auto a = vkt::random_floats(n, 40, 3.0f), col = vkt::random_floats(k, 41, 2.0f);
     const auto init = vkt::random_floats(n, 42, 5.0f);
     Buffer ba = ctx.upload(a), bcol = ctx.upload(col);
-    Buffer overwritten = poisoned_f32(ctx, n), accumulated = ctx.upload(init);
+    Buffer overwritten = poisoned(ctx, n), accumulated = ctx.upload(init);
     Recorder rec(ctx);
     rec.add(ops::scale_acc(ctx, ba, bcol, overwritten, m, k, false));
     rec.add(ops::scale_acc(ctx, ba, bcol, accumulated, m, k, true));
@@ -77,7 +73,7 @@ GPU_TEST("scale_acc2 equals scale_acc twice bit for bit", "[ops]") {
   REQUIRE(fma_differs > n / 100);
 
   Buffer ba0 = ctx.upload(a0), ba1 = ctx.upload(a1), bc0 = ctx.upload(c0), bc1 = ctx.upload(c1);
-  Buffer two_passes = poisoned_f32(ctx, n), one_pass = poisoned_f32(ctx, n);
+  Buffer two_passes = poisoned(ctx, n), one_pass = poisoned(ctx, n);
   Recorder rec(ctx);
   rec.add(ops::scale_acc(ctx, ba0, bc0, two_passes, m, k, false));
   rec.add(ops::scale_acc(ctx, ba1, bc1, two_passes, m, k, true));
@@ -92,7 +88,7 @@ GPU_TEST("f16_to_f32 widens every f16 exactly", "[ops]") {
   // All 65536 bit patterns, then 77 more: n not a multiple of 256.
   std::vector<std::uint16_t> src(65536 + 77);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint16_t>(i * 40503u);
-  Buffer bsrc = ctx.upload(src), out = poisoned_f32(ctx, src.size());
+  Buffer bsrc = ctx.upload(src), out = poisoned(ctx, src.size());
   Recorder rec(ctx);
   rec.add(ops::f16_to_f32(ctx, bsrc, out, static_cast<std::uint32_t>(src.size())));
   rec.run();

@@ -4,19 +4,14 @@
 
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
-namespace {
-Buffer poisoned(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer(n * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
-}  // namespace
 
 GPU_TEST("split_qg splits per-head q and gate exactly; merge_qg round-trips", "[ops]") {
   // m · heads · head_dim = 3570 and 70 · 4 · 64 = 17920: a partial last workgroup or none

@@ -7,19 +7,15 @@
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/llama_ref.hpp"
+#include "support/poisoned.hpp"
 #include "vkblr/ops.hpp"
 #include "vkblr/recorder.hpp"
 
 using namespace vkblr;
 using Catch::Matchers::ContainsSubstring;
+using vkt::poisoned;
 
 namespace {
-Buffer poisoned(Context& ctx, std::size_t n) {
-  Buffer b = ctx.buffer(n * 4);
-  b.fill(vkt::kPoison32);
-  return b;
-}
-
 // gu [tokens][2·inter] from g and u [tokens][inter].
 std::vector<float> interleave_rows(const std::vector<float>& g, const std::vector<float>& u, std::uint32_t tokens,
                                    std::uint32_t inter) {
