@@ -28,6 +28,17 @@ constexpr std::uint32_t kWarps = ATTN_COOPMAT_WARPS;
 
 enum class Pass { forward, dkdv, dq };
 
+// Each pass's kernel on the two paths, and the name the profiler shows (by Pass).
+struct PassKernels {
+  detail::KernelId plain, coopmat;
+  const char* name;
+};
+constexpr PassKernels kPassKernels[] = {
+    {detail::KernelId::attention_fwd_plain, detail::KernelId::attention_fwd_coopmat, "attention_fwd"},
+    {detail::KernelId::attention_dkdv_plain, detail::KernelId::attention_dkdv_coopmat, "attention_dkdv"},
+    {detail::KernelId::attention_dq_plain, detail::KernelId::attention_dq_coopmat, "attention_dq"},
+};
+
 // A checked shape.
 struct Dims {
   std::uint32_t tokens = 0, q_stride = 0, kv_stride = 0, group = 0;
@@ -210,8 +221,6 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
   const Caps& caps = ctx.caps();
   std::vector<SpecConstant> spec;
   detail::KernelOptions options;
-  detail::KernelId id{};
-  const char* name = "";
   std::uint32_t block = 0;  // rows per workgroup along the sequence
   if (kernel == AttentionKernel::plain) {
     const std::optional<std::uint32_t> b = plain_rows(caps, pass, s.head_dim);
@@ -219,20 +228,6 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
             caps.device_name, caps.max_shared_memory, s.head_dim);
     spec = {{ATTN_SPEC_WG_SIZE, kPlainTpr * *b}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, *b}};
     block = *b;
-    switch (pass) {
-      case Pass::forward:
-        id = detail::KernelId::attention_fwd_plain;
-        name = "attention_fwd";
-        break;
-      case Pass::dkdv:
-        id = detail::KernelId::attention_dkdv_plain;
-        name = "attention_dkdv";
-        break;
-      case Pass::dq:
-        id = detail::KernelId::attention_dq_plain;
-        name = "attention_dq";
-        break;
-    }
   } else {
     const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim);
     require(t.has_value(), "{}: no cooperative-matrix tile fits device {}", op, caps.device_name);
@@ -241,22 +236,10 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
             {ATTN_SPEC_EPI, t->epi}};
     options = {caps.subgroup_size_control ? t->sg : 0, true};
     block = pass == Pass::dkdv ? t->bk : t->bq;
-    switch (pass) {
-      case Pass::forward:
-        id = detail::KernelId::attention_fwd_coopmat;
-        name = "attention_fwd";
-        break;
-      case Pass::dkdv:
-        id = detail::KernelId::attention_dkdv_coopmat;
-        name = "attention_dkdv";
-        break;
-      case Pass::dq:
-        id = detail::KernelId::attention_dq_coopmat;
-        name = "attention_dq";
-        break;
-    }
   }
-  Dispatch d = detail::make_dispatch(ctx, id, name, std::span<const SpecConstant>(spec), options);
+  const PassKernels& kernels = kPassKernels[static_cast<std::size_t>(pass)];
+  const detail::KernelId id = kernel == AttentionKernel::plain ? kernels.plain : kernels.coopmat;
+  Dispatch d = detail::make_dispatch(ctx, id, kernels.name, std::span<const SpecConstant>(spec), options);
   const std::uint32_t blocks = detail::ceil_div(s.seq, block);
   require(blocks <= caps.max_workgroup_count[0], "{}: seq = {} needs {} blocks, the device allows {}", op, s.seq,
           blocks, caps.max_workgroup_count[0]);
