@@ -3,14 +3,17 @@
 // model written out op by op as Hugging Face's LlamaForCausalLM computes
 // it (the GEMM inputs rounded to f16 where the engine stages them); the
 // same bits run after run and in a replayed graph; bad batches and models
-// the engine cannot run refused.
+// the engine cannot run refused. The held-out measure's windows
+// (vkblr/model/held_out.hpp): every target scored once.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <format>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/fit_files.hpp"
@@ -18,6 +21,7 @@
 #include "support/host.hpp"
 #include "vkblr/half.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
+#include "vkblr/model/held_out.hpp"
 #include "vkblr/model/llama_forward.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -275,4 +279,24 @@ GPU_TEST("llama forward: batches past the scratch and models the engine cannot r
   wide["head_dim"] = 48;
   CHECK_THAT(vkt::error_of([&] { model::LlamaForward(ctx, io::parse_llama_config(wide.dump(), "wide"), {1, 8}); }),
              ContainsSubstring("'head_dim' is 48"));
+}
+
+TEST_CASE("held-out windows: every target scored once, the last window at the stream's end", "[model][llama]") {
+  for (const auto& [total, context, stride] : {std::tuple{150u, 32u, 12u}, std::tuple{33u, 32u, 16u},
+                                               std::tuple{2u, 8u, 4u}, std::tuple{1000u, 64u, 64u}}) {
+    CAPTURE(total, context, stride);
+    const auto plan = model::window_plan(total, context, stride);
+    const std::uint64_t length = std::min<std::uint64_t>(context, total - 1);
+    std::vector<int> scored(total, 0);
+    for (const model::Window& w : plan) {
+      REQUIRE(w.begin + length <= total - 1);
+      for (std::uint64_t j = w.first; j <= w.begin + length; ++j) ++scored[j];
+    }
+    CHECK(plan.back().begin + length == total - 1);
+    CHECK(scored[0] == 0);
+    for (std::uint64_t j = 1; j < total; ++j) CHECK(scored[j] == 1);
+  }
+  CHECK(model::window_plan(150, 32, 12).size() == 11);  // evaluate.py's window_plan(150, 32, 12)
+  CHECK_THAT(vkt::error_of([] { model::window_plan(1, 8, 4); }), ContainsSubstring("a stream of 1 tokens"));
+  CHECK_THAT(vkt::error_of([] { model::window_plan(100, 8, 9); }), ContainsSubstring("stride 9: want 1 to context 8"));
 }

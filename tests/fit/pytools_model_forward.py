@@ -12,7 +12,10 @@ weights and the GEMM inputs rounded to f16); the comparison discriminates:
 PyTorch with the positions running on across the sequences instead of
 restarting, or with another rotary base, is far outside the bound; token
 ids past the vocabulary and a count that does not match the batch are
-refused with the file named.
+refused with the file named; the engine's held-out measure
+(vkblr/model/held_out.hpp) scores the same windows and tokens as
+tools/model/evaluate.py, its loss within the f16 staging of the head, the
+same numbers run after run.
 """
 import os
 import sys
@@ -82,6 +85,28 @@ def test_the_forward_matches_pytorch():
                          ("rotary base 10000", torch_hidden(theta=10000.0))):
         wrong = float(np.abs(got.astype(np.float64) - other).mean())
         check(wrong > 10 * mean, f"{label}: mean difference {wrong} is not far above {mean}: the test cannot see it")
+
+
+def test_the_held_out_measure_matches_evaluate_py():
+    import json
+    from evaluate import evaluate_tokens, window_plan
+    # a stream of 3 documents' worth: windows of 32 tokens, stride 12, batches of 3 (the last one short)
+    stream = np.random.default_rng(8).integers(0, 257, size=150).astype("<u2")
+    path = os.path.join(WORK, "stream.npy")
+    np.save(path, stream)
+    p = run([FORWARD, "--held-out", CHECKPOINT, path, 32, 12, 3])
+    got = json.loads(p.stdout)
+    m = LlamaForCausalLM(config)
+    m.load_state_dict(model.state_dict())
+    want = evaluate_tokens(m, stream, 150, context=32, stride=12, batch=3)
+    check(got["tokens_scored"] == want["tokens_scored"] == 149, f"scored {got['tokens_scored']}, {want['tokens_scored']}")
+    check(got["windows"] == want["windows"] == len(window_plan(150, 32, 12)), f"windows {got['windows']}")
+    # the engine stages the hidden states and the head to f16: the summed loss within 0.5 %
+    relative = abs(got["loss_nats"] - want["loss_nats"]) / want["loss_nats"]
+    print(f"      held-out loss: engine {got['loss_nats']:.4f}, PyTorch {want['loss_nats']:.4f} nats ({relative:.1e})")
+    check(relative < 5e-3, f"loss {got['loss_nats']} against {want['loss_nats']}")
+    again = json.loads(run([FORWARD, "--held-out", CHECKPOINT, path, 32, 12, 3]).stdout)
+    check(again == got, f"a second run differs: {again} against {got}")
 
 
 def test_bad_inputs_are_refused():

@@ -2,9 +2,13 @@
 // hidden states of the engine's dense forward (vkblr/model/llama_forward.hpp)
 // of a Hugging Face checkpoint on the token ids of IDS.npy (SEQUENCES ×
 // SEQ of them, sequence by sequence), written as a 2-D f32 .npy [tokens]
-// [hidden]. Runs under the Khronos validation layers. Exit 0 on success, 1
-// with the message on any error or validation message, 2 for a bad command
-// line. tests/fit/pytools_model_forward.py compares it with PyTorch.
+// [hidden].
+// vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH —
+// the held-out measure of the stream TOKENS.npy (vkblr/model/held_out.hpp)
+// as one line of JSON on stdout.
+// Runs under the Khronos validation layers. Exit 0 on success, 1 with the
+// message on any error or validation message, 2 for a bad command line.
+// tests/fit/pytools_model_forward.py compares both with PyTorch.
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -17,6 +21,7 @@
 #include "vkblr/file_io.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
 #include "vkblr/io/npy.hpp"
+#include "vkblr/model/held_out.hpp"
 #include "vkblr/model/llama_forward.hpp"
 #include "vkblr/recorder.hpp"
 
@@ -45,12 +50,35 @@ std::uint32_t count(const char* text, const char* what) {
 
 }  // namespace
 
+// The held-out measure, printed as JSON.
+int held_out(char** argv) {
+  vkblr::Context ctx(vkblr::ContextOptions{.validation = true});
+  const vkblr::io::LlamaCheckpoint checkpoint(argv[0]);
+  const auto& config = checkpoint.config();
+  const std::vector<std::uint32_t> tokens = vkblr::io::read_npy_token_ids(argv[1], config.vocab_size);
+  const vkblr::model::DenseLlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
+  const vkblr::model::HeldOutResult r = vkblr::model::evaluate_held_out(
+      ctx, config, weights, tokens, {count(argv[2], "CONTEXT"), count(argv[3], "STRIDE"), count(argv[4], "BATCH")});
+  if (!ctx.validation_messages().empty()) {
+    for (const auto& m : ctx.validation_messages()) std::fprintf(stderr, "validation: %s\n", m.c_str());
+    return 1;
+  }
+  std::printf("{\"tokens_scored\": %llu, \"windows\": %llu, \"loss_nats\": %.17g, \"perplexity\": %.17g}\n",
+              static_cast<unsigned long long>(r.tokens_scored), static_cast<unsigned long long>(r.windows),
+              r.loss_nats, r.perplexity);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy\n");
+  const bool measure = argc == 7 && std::string(argv[1]) == "--held-out";
+  if (argc != 6 && !measure) {
+    std::fprintf(stderr,
+                 "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy\n"
+                 "       vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH\n");
     return 2;
   }
   try {
+    if (measure) return held_out(argv + 2);
     const vkblr::model::LlamaBatch batch{count(argv[3], "SEQUENCES"), count(argv[4], "SEQ")};
     vkblr::Context ctx(vkblr::ContextOptions{.validation = true});
     const vkblr::io::LlamaCheckpoint checkpoint(argv[1]);
