@@ -183,7 +183,7 @@ std::vector<std::uint32_t> random_ids(std::size_t n, std::uint32_t vocab, std::u
   return ids;
 }
 
-std::vector<float> run_forward(Context& ctx, model::LlamaForward& forward, const model::DenseLlamaWeights& w,
+std::vector<float> run_forward(Context& ctx, model::LlamaForward& forward, const model::LlamaWeights& w,
                                const std::vector<std::uint32_t>& ids, const model::LlamaBatch& batch) {
   const Buffer ids_buffer = ctx.upload(ids);
   Buffer out = ctx.buffer(std::uint64_t{batch.tokens()} * forward.config().hidden_size * 4);
@@ -203,7 +203,7 @@ GPU_TEST("llama forward: a checkpoint's final hidden states match the f64 model"
   const auto weights = toy_weights(c);
   write_checkpoint(dir, config, weights);
   const io::LlamaCheckpoint checkpoint(dir.path());
-  const model::DenseLlamaWeights w = model::upload_dense_llama(ctx, checkpoint);
+  const model::LlamaWeights w = model::upload_dense_llama(ctx, checkpoint);
   model::LlamaForward forward(ctx, c, {3, 32});
 
   // 2 sequences of 24 (the scratch holds 3 of 32), then 3 of 9: positions
@@ -237,7 +237,7 @@ GPU_TEST("llama forward: the same bits run after run and from a replayed graph",
   const Json config = toy_config();
   const io::LlamaConfig c = io::parse_llama_config(config.dump(), "toy");
   write_checkpoint(dir, config, toy_weights(c));
-  const model::DenseLlamaWeights w = model::upload_dense_llama(ctx, io::LlamaCheckpoint(dir.path()));
+  const model::LlamaWeights w = model::upload_dense_llama(ctx, io::LlamaCheckpoint(dir.path()));
   model::LlamaForward forward(ctx, c, {2, 32});
   const model::LlamaBatch batch{2, 32};
   const auto ids = random_ids(batch.tokens(), c.vocab_size, 3);
@@ -259,7 +259,7 @@ GPU_TEST("llama forward: the same bits run after run and from a replayed graph",
 GPU_TEST("llama forward: batches past the scratch and models the engine cannot run are refused", "[model][llama]") {
   const io::LlamaConfig c = io::parse_llama_config(toy_config().dump(), "toy");
   model::LlamaForward forward(ctx, c, {2, 16});
-  const model::DenseLlamaWeights none;
+  const model::LlamaWeights none;
   const Buffer ids = ctx.buffer(4096), out = ctx.buffer(1 << 20);
   Recorder rec(ctx);
   CHECK_THAT(vkt::error_of([&] { forward.record(rec, none, ids, out, {1, 17}); }),
@@ -299,4 +299,30 @@ TEST_CASE("held-out windows: every target scored once, the last window at the st
   CHECK(model::window_plan(150, 32, 12).size() == 11);  // evaluate.py's window_plan(150, 32, 12)
   CHECK_THAT(vkt::error_of([] { model::window_plan(1, 8, 4); }), ContainsSubstring("a stream of 1 tokens"));
   CHECK_THAT(vkt::error_of([] { model::window_plan(100, 8, 9); }), ContainsSubstring("stride 9: want 1 to context 8"));
+}
+
+GPU_TEST("llama weights: blr layers that are not the model's projections are refused by name", "[model][llama]") {
+  vkt::TempDir dir;
+  const Json config = toy_config();
+  const io::LlamaConfig c = io::parse_llama_config(config.dump(), "toy");
+  write_checkpoint(dir, config, toy_weights(c));
+  model::LlamaWeights w = model::upload_dense_llama(ctx, io::LlamaCheckpoint(dir.path()));
+  CHECK(w.projection("model.layers.1.mlp.down_proj.weight") == &w.blocks[1].down);
+  CHECK(w.projection("model.layers.0.self_attn.k_proj.weight") == &w.blocks[0].k);
+  CHECK(w.projection("model.layers.2.mlp.down_proj.weight") == nullptr);  // 2 blocks
+  CHECK(w.projection("lm_head.weight") == nullptr);
+  CHECK(w.projection("model.layers.1.mlp.down_proj") == nullptr);
+
+  const auto refusal = [&](const std::string& name, std::uint32_t m, std::uint32_t n) {
+    io::BlrModel blr;
+    blr.layers.push_back({name, {}});
+    blr.layers.back().result.shape.m = m;
+    blr.layers.back().result.shape.n = n;
+    return vkt::error_of([&] { model::use_blr_layers(ctx, w, blr); });
+  };
+  CHECK_THAT(refusal("lm_head.weight", 40, 64), ContainsSubstring("'lm_head.weight' is not a projection"));
+  CHECK_THAT(refusal("model.layers.7.mlp.up_proj.weight", 96, 64), ContainsSubstring("is not a projection"));
+  CHECK_THAT(refusal("model.layers.0.mlp.up_proj.weight", 64, 96),
+             ContainsSubstring("'model.layers.0.mlp.up_proj.weight' is 64x96, the projection 96x64 (out x in)"));
+  CHECK_FALSE(w.blocks[0].up.is_blr());
 }

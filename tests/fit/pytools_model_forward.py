@@ -15,7 +15,9 @@ ids past the vocabulary and a count that does not match the batch are
 refused with the file named; the engine's held-out measure
 (vkblr/model/held_out.hpp) scores the same windows and tokens as
 tools/model/evaluate.py, its loss within the f16 staging of the head, the
-same numbers run after run.
+same numbers run after run; with a vkblr-fit model file's layers in place
+of the projections (vkblr-fit run on the toy's own calibration), its loss
+is evaluate.py's of the model with their Ŵ swapped in.
 """
 import os
 import sys
@@ -107,6 +109,40 @@ def test_the_held_out_measure_matches_evaluate_py():
     check(relative < 5e-3, f"loss {got['loss_nats']} against {want['loss_nats']}")
     again = json.loads(run([FORWARD, "--held-out", CHECKPOINT, path, 32, 12, 3]).stdout)
     check(again == got, f"a second run differs: {again} against {got}")
+
+
+def test_a_compressed_model_matches_evaluate_py():
+    # every projection of the toy fitted by vkblr-fit (rank 32, 2 paths, 30 steps) on the toy's own
+    # inputs, then the engine's held-out measure of the model with the blr layers in, against
+    # evaluate.py's of the model with their Ŵ swapped in (load_blr.py)
+    import json
+    sys.path.insert(0, os.path.join(REPO, "tools", "vkblr-fit", "python"))
+    from dump_calibration import dump_calibration
+    from evaluate import evaluate_tokens, with_blr
+    from layerwise import run_fit
+    from load_blr import read_blr
+    windows = torch.from_numpy(np.random.default_rng(9).integers(0, 257, size=(12, 48)).astype(np.int64))
+    calib = os.path.join(WORK, "calib")
+    dump_calibration(model, [windows[:6], windows[6:]], calib, layers="model.layers.*_proj", batch=64,
+                     max_tokens=9 * 64, settings={"rank": 32, "steps": 30}, seed=1, say=lambda *_: None)
+    prefix = os.path.join(WORK, "blr")
+    fit = run_fit(args.fit, os.path.join(calib, "job.json"), prefix, None, os.path.join(WORK, "fit.log"))
+    stream = np.random.default_rng(10).integers(0, 257, size=150).astype("<u2")
+    path = os.path.join(WORK, "stream_blr.npy")
+    np.save(path, stream)
+    got = json.loads(run([FORWARD, "--held-out", CHECKPOINT, path, 32, 12, 3, "--blr", fit["model_file"]]).stdout)
+    m = LlamaForCausalLM(config)
+    m.load_state_dict(model.state_dict())
+    dense = evaluate_tokens(m, stream, 150, context=32, stride=12, batch=3)
+    want = evaluate_tokens(with_blr(m, read_blr(fit["model_file"])), stream, 150, context=32, stride=12, batch=3)
+    relative = abs(got["loss_nats"] - want["loss_nats"]) / want["loss_nats"]
+    print(f"      compressed model's held-out loss: engine {got['loss_nats']:.4f}, PyTorch {want['loss_nats']:.4f} "
+          f"nats ({relative:.1e}); dense {dense['loss_nats']:.4f}")
+    check(got["tokens_scored"] == want["tokens_scored"], f"scored {got['tokens_scored']}")
+    check(relative < 5e-3, f"loss {got['loss_nats']} against {want['loss_nats']}")
+    # the measure sees the compression: the blr model's loss is not the dense one's
+    check(abs(want["loss_nats"] - dense["loss_nats"]) > 20 * abs(got["loss_nats"] - want["loss_nats"]),
+          f"dense {dense['loss_nats']}, blr {want['loss_nats']}: too close to tell the models apart")
 
 
 def test_bad_inputs_are_refused():

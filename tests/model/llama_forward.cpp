@@ -3,9 +3,11 @@
 // of a Hugging Face checkpoint on the token ids of IDS.npy (SEQUENCES ×
 // SEQ of them, sequence by sequence), written as a 2-D f32 .npy [tokens]
 // [hidden].
-// vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH —
-// the held-out measure of the stream TOKENS.npy (vkblr/model/held_out.hpp)
-// as one line of JSON on stdout.
+// vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH
+// [--blr MODEL_FILE] — the held-out measure of the stream TOKENS.npy
+// (vkblr/model/held_out.hpp) as one line of JSON on stdout; with --blr, of
+// the model with a vkblr-fit model file's layers in place of their
+// projections.
 // Runs under the Khronos validation layers. Exit 0 on success, 1 with the
 // message on any error or validation message, 2 for a bad command line.
 // tests/fit/pytools_model_forward.py compares both with PyTorch.
@@ -19,6 +21,7 @@
 #include "vkblr/context.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
+#include "vkblr/io/blr_model.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
 #include "vkblr/io/npy.hpp"
 #include "vkblr/model/held_out.hpp"
@@ -51,12 +54,13 @@ std::uint32_t count(const char* text, const char* what) {
 }  // namespace
 
 // The held-out measure, printed as JSON.
-int held_out(char** argv) {
+int held_out(char** argv, const char* blr_file) {
   vkblr::Context ctx(vkblr::ContextOptions{.validation = true});
   const vkblr::io::LlamaCheckpoint checkpoint(argv[0]);
   const auto& config = checkpoint.config();
   const std::vector<std::uint32_t> tokens = vkblr::io::read_npy_token_ids(argv[1], config.vocab_size);
-  const vkblr::model::DenseLlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
+  vkblr::model::LlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
+  if (blr_file != nullptr) vkblr::model::use_blr_layers(ctx, weights, vkblr::io::read_blr_model(blr_file));
   const vkblr::model::HeldOutResult r = vkblr::model::evaluate_held_out(
       ctx, config, weights, tokens, {count(argv[2], "CONTEXT"), count(argv[3], "STRIDE"), count(argv[4], "BATCH")});
   if (!ctx.validation_messages().empty()) {
@@ -70,15 +74,16 @@ int held_out(char** argv) {
 }
 
 int main(int argc, char** argv) {
-  const bool measure = argc == 7 && std::string(argv[1]) == "--held-out";
-  if (argc != 6 && !measure) {
+  const bool measure = argc >= 7 && std::string(argv[1]) == "--held-out";
+  const bool with_blr = measure && argc == 9 && std::string(argv[7]) == "--blr";
+  if (!(argc == 6 || (measure && argc == 7) || with_blr)) {
     std::fprintf(stderr,
                  "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy\n"
-                 "       vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH\n");
+                 "       vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH [--blr FILE]\n");
     return 2;
   }
   try {
-    if (measure) return held_out(argv + 2);
+    if (measure) return held_out(argv + 2, with_blr ? argv[8] : nullptr);
     const vkblr::model::LlamaBatch batch{count(argv[3], "SEQUENCES"), count(argv[4], "SEQ")};
     vkblr::Context ctx(vkblr::ContextOptions{.validation = true});
     const vkblr::io::LlamaCheckpoint checkpoint(argv[1]);
@@ -88,7 +93,7 @@ int main(int argc, char** argv) {
       throw vkblr::Error(std::format("{}: {} token ids, want SEQUENCES × SEQ = {}", argv[2], ids.size(),
                                      batch.tokens()));
     }
-    const vkblr::model::DenseLlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
+    const vkblr::model::LlamaWeights weights = vkblr::model::upload_dense_llama(ctx, checkpoint);
     vkblr::model::LlamaForward forward(ctx, config, batch);
     const vkblr::Buffer ids_buffer = ctx.upload(ids, "ids");
     vkblr::Buffer out = ctx.buffer(std::uint64_t{batch.tokens()} * config.hidden_size * 4, "hidden");

@@ -24,7 +24,7 @@ std::vector<Window> window_plan(std::uint64_t total, std::uint32_t context, std:
   return plan;
 }
 
-HeldOutResult evaluate_held_out(Context& ctx, const io::LlamaConfig& config, const DenseLlamaWeights& weights,
+HeldOutResult evaluate_held_out(Context& ctx, const io::LlamaConfig& config, const LlamaWeights& weights,
                                 std::span<const std::uint32_t> tokens, const HeldOutOptions& options) {
   const std::uint32_t context = options.context ? options.context : config.max_position_embeddings;
   const std::uint32_t stride = options.stride ? options.stride : std::max(1u, context / 2);

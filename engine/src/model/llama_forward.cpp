@@ -7,6 +7,7 @@
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/half.hpp"
+#include "vkblr/ops/add.hpp"
 #include "vkblr/ops/attention.hpp"
 #include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/embedding.hpp"
@@ -27,17 +28,6 @@ void require_multiple_of_16(std::string_view field, std::uint32_t value) {
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
 
-// y[tokens][n] (+)= staged[tokens][k] (f16) · w[n][k]ᵀ (f16), f32 sums.
-void linear(Recorder& rec, Context& ctx, const Buffer& staged, const Buffer& w, const Buffer& y, std::uint32_t tokens,
-            std::uint32_t n, std::uint32_t k, bool accumulate) {
-  GemmShape shape;
-  shape.m = tokens;
-  shape.n = n;
-  shape.k = k;
-  shape.accumulate = accumulate;
-  rec.add(gemm(ctx, staged, w, GemmB::plane, y, shape));
-}
-
 }  // namespace
 
 void check_llama_supported(const Context& ctx, const io::LlamaConfig& c) {
@@ -57,16 +47,23 @@ void check_llama_supported(const Context& ctx, const io::LlamaConfig& c) {
   }
 }
 
-DenseLlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpoint) {
+LlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpoint) {
   const io::LlamaConfig& c = checkpoint.config();
   check_llama_supported(ctx, c);
   const auto f32 = [&](const std::string& name) { return ctx.upload(checkpoint.read_f32(name), name); };
-  const auto f16 = [&](const std::string& name) { return ctx.upload(to_f16(checkpoint.read_f32(name)), name); };
-  DenseLlamaWeights w;
+  const auto f16 = [&](const std::string& name) {
+    const io::TensorInfo& t = checkpoint.tensor(name);
+    Projection p;
+    p.out = static_cast<std::uint32_t>(t.shape[0]);
+    p.in = static_cast<std::uint32_t>(t.shape[1]);
+    p.plane = ctx.upload(to_f16(checkpoint.read_f32(name)), name);
+    return p;
+  };
+  LlamaWeights w;
   w.embed = f32("model.embed_tokens.weight");
   for (std::uint32_t n = 0; n < c.num_hidden_layers; ++n) {
     const std::string p = std::format("model.layers.{}.", n);
-    DenseLlamaWeights::Block b;
+    LlamaWeights::Block b;
     b.input_norm = f32(p + "input_layernorm.weight");
     b.post_norm = f32(p + "post_attention_layernorm.weight");
     b.q = f16(p + "self_attn.q_proj.weight");
@@ -81,6 +78,45 @@ DenseLlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& ch
   w.final_norm = f32("model.norm.weight");
   if (!c.tie_word_embeddings) w.head = f32("lm_head.weight");
   return w;
+}
+
+Projection* LlamaWeights::projection(std::string_view name) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return nullptr;
+  name.remove_prefix(prefix.size());
+  std::size_t block = 0, digits = 0;
+  while (digits < name.size() && digits < 6 && name[digits] >= '0' && name[digits] <= '9') {
+    block = block * 10 + static_cast<std::size_t>(name[digits] - '0');
+    ++digits;
+  }
+  if (digits == 0 || digits >= name.size() || name[digits] != '.' || block >= blocks.size()) return nullptr;
+  name.remove_prefix(digits + 1);
+  Block& b = blocks[block];
+  const std::pair<std::string_view, Projection*> known[] = {
+      {"self_attn.q_proj.weight", &b.q},  {"self_attn.k_proj.weight", &b.k}, {"self_attn.v_proj.weight", &b.v},
+      {"self_attn.o_proj.weight", &b.o},  {"mlp.gate_proj.weight", &b.gate}, {"mlp.up_proj.weight", &b.up},
+      {"mlp.down_proj.weight", &b.down}};
+  for (const auto& [suffix, projection] : known) {
+    if (name == suffix) return projection;
+  }
+  return nullptr;
+}
+
+void use_blr_layers(Context& ctx, LlamaWeights& weights, const io::BlrModel& model) {
+  std::map<std::string, bool, std::less<>> seen;
+  for (const io::BlrModelLayer& layer : model.layers) {
+    Projection* p = weights.projection(layer.name);
+    if (p == nullptr) fail("llama model: blr layer '{}' is not a projection of the model's blocks", layer.name);
+    if (seen[layer.name]) fail("llama model: blr layer '{}' is named twice", layer.name);
+    seen[layer.name] = true;
+    const io::LayerShape& s = layer.result.shape;
+    if (s.m != p->out || s.n != p->in) {
+      fail("llama model: blr layer '{}' is {}x{}, the projection {}x{} (out x in)", layer.name, s.m, s.n, p->out,
+           p->in);
+    }
+    p->blr = std::make_shared<BlrLayer>(make_blr_layer(ctx, s.m, s.n, s.rank, layer.result.paths, false));
+    p->plane = Buffer();
+  }
 }
 
 LlamaForward::LlamaForward(Context& ctx, const io::LlamaConfig& config, const LlamaBatch& max)
@@ -108,6 +144,33 @@ LlamaForward::LlamaForward(Context& ctx, const io::LlamaConfig& config, const Ll
   act_ = ctx.buffer(f32_bytes(t, c.intermediate_size), "llama.act");
   const std::uint64_t widest = std::max({c.hidden_size, c.q_size(), c.intermediate_size});
   staged_ = ctx.buffer(t * widest * 2, "llama.staged16");
+  blr_out_ = ctx.buffer(f32_bytes(t, c.hidden_size), "llama.blr_out");
+}
+
+BlrScratch& LlamaForward::blr_scratch(const BlrLayer& layer) {
+  const auto key = std::tuple{layer.m, layer.n, layer.r, layer.paths.size()};
+  auto it = blr_scratch_.find(key);
+  if (it == blr_scratch_.end()) it = blr_scratch_.emplace(key, BlrScratch(ctx_, layer, max_.tokens())).first;
+  return it->second;
+}
+
+void LlamaForward::linear(Recorder& rec, const Projection& p, const Buffer& x, const Buffer& y, std::uint32_t tokens,
+                          std::uint32_t n, std::uint32_t k, bool accumulate) {
+  if (p.is_blr()) {
+    if (p.blr->m != n || p.blr->n != k) {
+      fail("llama forward: a blr projection is {}x{}, the model wants {}x{}", p.blr->m, p.blr->n, n, k);
+    }
+    const Buffer& out = accumulate ? blr_out_ : y;
+    blr_forward(rec, ctx_, *p.blr, blr_scratch(*p.blr), x, out, tokens);
+    if (accumulate) rec.add(ops::add_into(ctx_, blr_out_, y, tokens * n));
+    return;
+  }
+  GemmShape shape;
+  shape.m = tokens;
+  shape.n = n;
+  shape.k = k;
+  shape.accumulate = accumulate;
+  rec.add(gemm(ctx_, staged_, p.plane, GemmB::plane, y, shape));
 }
 
 const Buffer& LlamaForward::positions(const LlamaBatch& batch) {
@@ -120,7 +183,7 @@ const Buffer& LlamaForward::positions(const LlamaBatch& batch) {
   return it->second;
 }
 
-void LlamaForward::record(Recorder& rec, const DenseLlamaWeights& w, const Buffer& ids, const Buffer& out,
+void LlamaForward::record(Recorder& rec, const LlamaWeights& w, const Buffer& ids, const Buffer& out,
                           const LlamaBatch& batch) {
   const io::LlamaConfig& c = config_;
   if (batch.sequences == 0 || batch.seq == 0 || batch.tokens() > max_.tokens() || batch.seq > max_.seq) {
@@ -137,26 +200,26 @@ void LlamaForward::record(Recorder& rec, const DenseLlamaWeights& w, const Buffe
   const ops::RmsNorm norm{t, hidden, eps};
 
   rec.add(ops::embedding_fwd(ctx_, ids, w.embed, x_, {t, c.vocab_size, hidden}));
-  for (const DenseLlamaWeights::Block& b : w.blocks) {
+  for (const LlamaWeights::Block& b : w.blocks) {
     rec.add(ops::rmsnorm_fwd(ctx_, x_, b.input_norm, h_, inv_rms_, norm));
-    rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
-    linear(rec, ctx_, staged_, b.q, q_, t, c.q_size(), hidden, false);
-    linear(rec, ctx_, staged_, b.k, k_, t, c.kv_size(), hidden, false);
-    linear(rec, ctx_, staged_, b.v, v_, t, c.kv_size(), hidden, false);
+    if (!(b.q.is_blr() && b.k.is_blr() && b.v.is_blr())) rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
+    linear(rec, b.q, h_, q_, t, c.q_size(), hidden, false);
+    linear(rec, b.k, h_, k_, t, c.kv_size(), hidden, false);
+    linear(rec, b.v, h_, v_, t, c.kv_size(), hidden, false);
     rec.add(ops::rope_fwd(ctx_, q_, pos, rope_, {t, c.num_attention_heads, c.head_dim, max_.seq}));
     rec.add(ops::rope_fwd(ctx_, k_, pos, rope_, {t, c.num_key_value_heads, c.head_dim, max_.seq}));
     rec.add(ops::attention_forward(ctx_, q_, k_, v_, attn_, lse_,
                                    {batch.sequences, batch.seq, c.num_attention_heads, c.num_key_value_heads,
                                     c.head_dim, 0.0f}));
-    rec.add(ops::cvt(ctx_, attn_, staged_, t, c.q_size(), 1.0f));
-    linear(rec, ctx_, staged_, b.o, x_, t, hidden, c.q_size(), true);
+    if (!b.o.is_blr()) rec.add(ops::cvt(ctx_, attn_, staged_, t, c.q_size(), 1.0f));
+    linear(rec, b.o, attn_, x_, t, hidden, c.q_size(), true);
     rec.add(ops::rmsnorm_fwd(ctx_, x_, b.post_norm, h_, inv_rms_, norm));
-    rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
-    linear(rec, ctx_, staged_, b.gate, gate_, t, inter, hidden, false);
-    linear(rec, ctx_, staged_, b.up, up_, t, inter, hidden, false);
+    if (!(b.gate.is_blr() && b.up.is_blr())) rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
+    linear(rec, b.gate, h_, gate_, t, inter, hidden, false);
+    linear(rec, b.up, h_, up_, t, inter, hidden, false);
     rec.add(ops::swiglu_fwd(ctx_, gate_, up_, act_, t, inter));
-    rec.add(ops::cvt(ctx_, act_, staged_, t, inter, 1.0f));
-    linear(rec, ctx_, staged_, b.down, x_, t, hidden, inter, true);
+    if (!b.down.is_blr()) rec.add(ops::cvt(ctx_, act_, staged_, t, inter, 1.0f));
+    linear(rec, b.down, act_, x_, t, hidden, inter, true);
   }
   rec.add(ops::rmsnorm_fwd(ctx_, x_, w.final_norm, out, inv_rms_, norm));
 }

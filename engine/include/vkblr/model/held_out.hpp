@@ -49,7 +49,7 @@ struct HeldOutOptions {
 
 // The measure of `weights` (config `config`) on `tokens` (ids < vocab;
 // Error naming the position otherwise).
-HeldOutResult evaluate_held_out(Context& ctx, const io::LlamaConfig& config, const DenseLlamaWeights& weights,
+HeldOutResult evaluate_held_out(Context& ctx, const io::LlamaConfig& config, const LlamaWeights& weights,
                                 std::span<const std::uint32_t> tokens, const HeldOutOptions& options = {});
 
 }  // namespace vkblr::model

@@ -1,5 +1,6 @@
-// vkblr/model/llama_forward.hpp — the forward of a dense Llama-family model
-// on the engine's ops, from token ids to the final hidden states (the
+// vkblr/model/llama_forward.hpp — the forward of a Llama-family model, its
+// projections dense or blr (a vkblr-fit model file's layers), on the
+// engine's ops, from token ids to the final hidden states (the
 // input of the output head; the losses of vkblr/ops/logit_loss.hpp apply
 // the head in vocabulary slices). The teacher's forward of whole-model
 // distillation, and the measure of a model's held-out loss.
@@ -8,9 +9,10 @@
 //   h = rmsnorm(x)·w_in;  q, k, v = h·Wqᵀ, h·Wkᵀ, h·Wvᵀ;  rope(q), rope(k)
 //   x += attention(q, k, v)·Woᵀ
 //   h = rmsnorm(x)·w_post;  x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
-// then out = rmsnorm(x)·w_final. The linear layers run on the f16 GEMM
+// then out = rmsnorm(x)·w_final. Dense projections run on the f16 GEMM
 // (vkblr/gemm.hpp: weights stored f16, activations staged to f16, f32
-// accumulation, the residual adds done by the GEMM's accumulate); the
+// accumulation, the residual adds done by the GEMM's accumulate), blr ones
+// on blr_forward (their output added to the stream by add_into); the
 // norms, rotary positions, attention and SwiGLU in f32. Activations are f32
 // rows [tokens][features], tokens = sequences · seq, sequence s at rows
 // s·seq .. s·seq + seq − 1, each starting at position 0.
@@ -22,28 +24,45 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
+#include "vkblr/blr.hpp"
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
+#include "vkblr/io/blr_model.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
 #include "vkblr/io/llama_config.hpp"
 #include "vkblr/recorder.hpp"
 
 namespace vkblr::model {
 
-// A dense model's weights on the device: the embedding and norms f32, the
-// linear layers f16 [out][in] (nn.Linear's layout, the GEMM's plane).
-struct DenseLlamaWeights {
+// One projection of a block: dense (an f16 plane [out][in], nn.Linear's
+// layout, the GEMM's B) or a blr layer (vkblr/blr.hpp; plane empty).
+struct Projection {
+  std::uint32_t out = 0, in = 0;  // the weight's shape [out][in]
+  Buffer plane;
+  std::shared_ptr<BlrLayer> blr;
+  bool is_blr() const { return blr != nullptr; }
+};
+
+// A model's weights on the device: the embedding and norms f32, each
+// projection dense or blr.
+struct LlamaWeights {
   struct Block {
-    Buffer input_norm, post_norm;            // f32 [hidden]
-    Buffer q, k, v, o, gate, up, down;       // f16 [out][in]
+    Buffer input_norm, post_norm;                  // f32 [hidden]
+    Projection q, k, v, o, gate, up, down;
   };
-  Buffer embed;                               // f32 [vocab][hidden]
+  Buffer embed;                                     // f32 [vocab][hidden]
   std::vector<Block> blocks;
-  Buffer final_norm;                          // f32 [hidden]
-  Buffer head;                                // f32 [vocab][hidden]; empty when tied (use embed)
+  Buffer final_norm;                                // f32 [hidden]
+  Buffer head;                                      // f32 [vocab][hidden]; empty when tied (use embed)
   const Buffer& head_weight() const { return head ? head : embed; }
+  // The projection of a Hugging Face parameter name
+  // ("model.layers.3.mlp.down_proj.weight"); null for any other name.
+  Projection* projection(std::string_view name);
 };
 
 // Checks that the engine can run `config` (linear sides multiples of 16,
@@ -54,7 +73,13 @@ void check_llama_supported(const Context& ctx, const io::LlamaConfig& config);
 // Reads every parameter of the checkpoint and uploads it (f16 for the
 // linear layers, rounded to nearest even). Throws for a model the engine
 // cannot run (check_llama_supported) and the checkpoint's errors.
-DenseLlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpoint);
+LlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpoint);
+
+// Puts every layer of a vkblr-fit model file in place of its projection
+// (the dense plane is released): the compressed model. Throws vkblr::Error
+// naming the layer for a name that is not a projection of the model, a
+// shape other than the projection's, or a layer named twice.
+void use_blr_layers(Context& ctx, LlamaWeights& weights, const io::BlrModel& model);
 
 // The shape of a batch: `sequences` windows of `seq` tokens.
 struct LlamaBatch {
@@ -75,13 +100,23 @@ class LlamaForward {
   // token ids `ids` (u32 [tokens]; an id ≥ vocab gives NaN rows, which
   // spread through its sequence). Throws for a batch larger than max or
   // buffers too small.
-  void record(Recorder& rec, const DenseLlamaWeights& weights, const Buffer& ids, const Buffer& out,
+  //
+  // Blr projections run blr_forward (vkblr/blr.hpp) with a scratch per
+  // layer shape, made on first use and shared by the layers of that shape
+  // (a forward keeps nothing for a backward).
+  void record(Recorder& rec, const LlamaWeights& weights, const Buffer& ids, const Buffer& out,
               const LlamaBatch& batch);
 
   const io::LlamaConfig& config() const { return config_; }
 
  private:
   const Buffer& positions(const LlamaBatch& batch);
+  // y[t][n] (+)= x[t][k]·Wᵀ of one projection; `staged` holds f16(x) for
+  // a dense one (x itself is read by a blr one); `accumulate` adds to y
+  // (the residual stream) instead of overwriting it.
+  void linear(Recorder& rec, const Projection& p, const Buffer& x, const Buffer& y, std::uint32_t tokens,
+              std::uint32_t n, std::uint32_t k, bool accumulate);
+  BlrScratch& blr_scratch(const BlrLayer& layer);
 
   Context& ctx_;
   io::LlamaConfig config_;
@@ -89,6 +124,8 @@ class LlamaForward {
   std::map<std::uint32_t, Buffer> positions_;  // by seq: u32 [max tokens], t % seq
   Buffer rope_;                                // the rotary table, max.seq positions
   Buffer x_, h_, inv_rms_, q_, k_, v_, attn_, lse_, gate_, up_, act_, staged_;
+  Buffer blr_out_;  // f32 [tokens][hidden]: a blr o/down projection's output before the residual add
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::size_t>, BlrScratch> blr_scratch_;
 };
 
 }  // namespace vkblr::model
