@@ -1,8 +1,11 @@
 #include "vkblr/model/llama_forward.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <format>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
@@ -27,6 +30,14 @@ void require_multiple_of_16(std::string_view field, std::uint32_t value) {
 }
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
+
+// A block's seven projections by their Hugging Face names under
+// "model.layers.N.".
+constexpr std::pair<std::string_view, Projection LlamaWeights::Block::*> kProjections[] = {
+    {"self_attn.q_proj.weight", &LlamaWeights::Block::q},  {"self_attn.k_proj.weight", &LlamaWeights::Block::k},
+    {"self_attn.v_proj.weight", &LlamaWeights::Block::v},  {"self_attn.o_proj.weight", &LlamaWeights::Block::o},
+    {"mlp.gate_proj.weight", &LlamaWeights::Block::gate}, {"mlp.up_proj.weight", &LlamaWeights::Block::up},
+    {"mlp.down_proj.weight", &LlamaWeights::Block::down}};
 
 }  // namespace
 
@@ -66,13 +77,7 @@ LlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpo
     LlamaWeights::Block b;
     b.input_norm = f32(p + "input_layernorm.weight");
     b.post_norm = f32(p + "post_attention_layernorm.weight");
-    b.q = f16(p + "self_attn.q_proj.weight");
-    b.k = f16(p + "self_attn.k_proj.weight");
-    b.v = f16(p + "self_attn.v_proj.weight");
-    b.o = f16(p + "self_attn.o_proj.weight");
-    b.gate = f16(p + "mlp.gate_proj.weight");
-    b.up = f16(p + "mlp.up_proj.weight");
-    b.down = f16(p + "mlp.down_proj.weight");
+    for (const auto& [suffix, member] : kProjections) b.*member = f16(p + std::string(suffix));
     w.blocks.push_back(std::move(b));
   }
   w.final_norm = f32("model.norm.weight");
@@ -84,31 +89,24 @@ Projection* LlamaWeights::projection(std::string_view name) {
   constexpr std::string_view prefix = "model.layers.";
   if (!name.starts_with(prefix)) return nullptr;
   name.remove_prefix(prefix.size());
-  std::size_t block = 0, digits = 0;
-  while (digits < name.size() && digits < 6 && name[digits] >= '0' && name[digits] <= '9') {
-    block = block * 10 + static_cast<std::size_t>(name[digits] - '0');
-    ++digits;
+  std::size_t block = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), block);
+  if (error != std::errc() || end == name.data() + name.size() || *end != '.' || block >= blocks.size()) {
+    return nullptr;
   }
-  if (digits == 0 || digits >= name.size() || name[digits] != '.' || block >= blocks.size()) return nullptr;
-  name.remove_prefix(digits + 1);
-  Block& b = blocks[block];
-  const std::pair<std::string_view, Projection*> known[] = {
-      {"self_attn.q_proj.weight", &b.q},  {"self_attn.k_proj.weight", &b.k}, {"self_attn.v_proj.weight", &b.v},
-      {"self_attn.o_proj.weight", &b.o},  {"mlp.gate_proj.weight", &b.gate}, {"mlp.up_proj.weight", &b.up},
-      {"mlp.down_proj.weight", &b.down}};
-  for (const auto& [suffix, projection] : known) {
-    if (name == suffix) return projection;
+  name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
+  for (const auto& [suffix, member] : kProjections) {
+    if (name == suffix) return &(blocks[block].*member);
   }
   return nullptr;
 }
 
 void use_blr_layers(Context& ctx, LlamaWeights& weights, const io::BlrModel& model) {
-  std::map<std::string, bool, std::less<>> seen;
+  std::set<std::string_view> seen;
   for (const io::BlrModelLayer& layer : model.layers) {
     Projection* p = weights.projection(layer.name);
     if (p == nullptr) fail("llama model: blr layer '{}' is not a projection of the model's blocks", layer.name);
-    if (seen[layer.name]) fail("llama model: blr layer '{}' is named twice", layer.name);
-    seen[layer.name] = true;
+    if (!seen.insert(layer.name).second) fail("llama model: blr layer '{}' is named twice", layer.name);
     const io::LayerShape& s = layer.result.shape;
     if (s.m != p->out || s.n != p->in) {
       fail("llama model: blr layer '{}' is {}x{}, the projection {}x{} (out x in)", layer.name, s.m, s.n, p->out,
