@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <format>
+#include <set>
 
 #include "vkblr/error.hpp"
 #include "vkblr/io/binary_file.hpp"
@@ -60,10 +61,9 @@ LlamaCheckpoint::LlamaCheckpoint(const std::string& directory) : directory_(dire
   std::vector<std::string> paths;
   if (std::filesystem::exists(index)) {
     expected_file = weight_map(index);
-    std::map<std::string, bool> seen;
+    std::set<std::string> shards;
     for (const auto& [name, shard] : expected_file) {
-      if (!seen[shard]) paths.push_back((dir / shard).string());
-      seen[shard] = true;
+      if (shards.insert(shard).second) paths.push_back((dir / shard).string());
     }
   } else if (std::filesystem::exists(single)) {
     paths.push_back(single);
@@ -88,9 +88,9 @@ LlamaCheckpoint::LlamaCheckpoint(const std::string& directory) : directory_(dire
     }
   }
 
-  std::map<std::string, bool, std::less<>> wanted;
+  std::set<std::string, std::less<>> wanted;
   for (const LlamaParameter& p : parameters_) {
-    wanted[p.name] = true;
+    wanted.insert(p.name);
     const auto it = places_.find(p.name);
     if (it == places_.end()) {
       const auto shard = expected_file.find(p.name);
@@ -108,13 +108,15 @@ LlamaCheckpoint::LlamaCheckpoint(const std::string& directory) : directory_(dire
       fail("{}: '{}' is {}, want F32, BF16 or F16", it->second.reader->path(), p.name, dtype_name(t.dtype));
     }
   }
-  for (const auto& [name, where] : places_) {
-    if (!wanted.contains(name) && !ignored_tensor(name, config_.tie_word_embeddings)) {
-      fail("{}: tensor '{}' is not a parameter of the model config.json describes", where.reader->path(), name);
-    }
-  }
   for (auto it = places_.begin(); it != places_.end();) {
-    it = wanted.contains(it->first) ? std::next(it) : places_.erase(it);
+    if (wanted.contains(it->first)) {
+      ++it;
+    } else if (ignored_tensor(it->first, config_.tie_word_embeddings)) {
+      it = places_.erase(it);
+    } else {
+      fail("{}: tensor '{}' is not a parameter of the model config.json describes", it->second.reader->path(),
+           it->first);
+    }
   }
 }
 
