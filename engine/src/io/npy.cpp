@@ -137,10 +137,16 @@ const T& field(const std::map<std::string, HeaderValue>& dict, const char* key, 
 // What every accepted .npy file has, whatever its dtype and rank: the
 // dtype without its byte-order mark, the shape, where the data starts.
 struct NpyLayout {
-  std::string descr;        // as the header gives it ('<f4')
-  std::string_view type;    // descr without '<' or '=' ('f4')
+  std::string descr;  // as the header gives it ('<f4')
   std::vector<std::uint64_t> shape;
   std::uint64_t data_offset = 0;
+
+  // descr without its byte-order mark ('f4')
+  std::string_view type() const {
+    std::string_view t = descr;
+    if (t.starts_with('<') || t.starts_with('=') || t.starts_with('|')) t.remove_prefix(1);
+    return t;
+  }
 };
 
 // The dtypes a reader accepts (bytes per element by type) and how its
@@ -151,10 +157,18 @@ struct NpyWant {
   std::string_view example;                                         // "'<f4'"
 };
 
+// Bytes per element of `type` among `want`'s; 0 when it is not one of them.
+std::size_t item_bytes(const NpyWant& want, std::string_view type) {
+  for (const auto& [name, bytes] : want.types) {
+    if (name == type) return bytes;
+  }
+  return 0;
+}
+
 // Reads and checks the magic, version, header and dict; refuses another
 // dtype than `want`'s, big-endian data and Fortran order. The shape and the
 // data's size are the caller's to check (check_data_size).
-NpyLayout parse_layout(InputFile& file, const NpyWant& want, std::string& descr_storage) {
+NpyLayout parse_layout(InputFile& file, const NpyWant& want) {
   const std::string& path = file.path();
   std::array<std::byte, 8> prefix{};
   require(file.size() >= prefix.size(), "{}: truncated: {} bytes, not a .npy file", path, file.size());
@@ -182,31 +196,20 @@ NpyLayout parse_layout(InputFile& file, const NpyWant& want, std::string& descr_
     require(key == "descr" || key == "fortran_order" || key == "shape", "{}: bad .npy header: unknown key '{}'", path,
             excerpt(key));
   }
-  descr_storage = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
-  const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
   NpyLayout layout;
-  layout.descr = descr_storage;
+  layout.descr = field<std::string>(dict, "descr", "a string (a structured dtype?)", path);
+  const bool fortran = field<bool>(dict, "fortran_order", "True or False", path);
   layout.shape = field<std::vector<std::uint64_t>>(dict, "shape", "a tuple", path);
 
-  std::string_view type = descr_storage;
-  require(!type.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ({})", path,
-          excerpt(descr_storage), want.example);
-  if (type.starts_with('<') || type.starts_with('=') || type.starts_with('|')) type.remove_prefix(1);
-  bool known = false;
-  for (const auto& [name, bytes] : want.types) known = known || type == name;
-  require(known, "{}: dtype '{}' is not supported (want {})", path, excerpt(descr_storage), want.types_text);
-  layout.type = type;
+  require(!layout.descr.starts_with('>'), "{}: dtype '{}' is big-endian: save the array as little-endian ({})",
+          path, excerpt(layout.descr), want.example);
+  require(item_bytes(want, layout.type()) != 0, "{}: dtype '{}' is not supported (want {})", path,
+          excerpt(layout.descr), want.types_text);
   require(!fortran, "{}: the array is in Fortran order: save it in C order (numpy.ascontiguousarray)", path);
   layout.data_offset = header_start + header_bytes;
   return layout;
 }
 
-std::size_t item_bytes(const NpyWant& want, std::string_view type) {
-  for (const auto& [name, bytes] : want.types) {
-    if (name == type) return bytes;
-  }
-  return 0;
-}
 
 // Refuses data shorter or longer than `elements` items of `item` bytes;
 // `shape_text` is the shape as messages show it ("(6, 4)").
@@ -232,11 +235,10 @@ constexpr NpyWant kTokenWant{kTokenTypes, "'<u2', '<u4', '<u8', '<i4' or '<i8'",
 
 NpyHeader parse_header(InputFile& file) {
   const std::string& path = file.path();
-  std::string descr;
-  const NpyLayout layout = parse_layout(file, kFloatWant, descr);
+  const NpyLayout layout = parse_layout(file, kFloatWant);
   const auto& shape = layout.shape;
   require(shape.size() == 2, "{}: the array is {}-D; a matrix must be 2-D", path, shape.size());
-  const std::size_t item = item_bytes(kFloatWant, layout.type);
+  const std::size_t item = item_bytes(kFloatWant, layout.type());
   require(shape[1] == 0 || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1] / item,
           "{}: shape ({}, {}) is too large", path, shape[0], shape[1]);
   check_data_size(file, layout, shape[0] * shape[1], item, std::format("({}, {})", shape[0], shape[1]));
@@ -275,14 +277,14 @@ namespace vkblr::io {
 
 std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size) {
   InputFile file(path);
-  std::string descr;
-  const NpyLayout layout = parse_layout(file, kTokenWant, descr);
+  const NpyLayout layout = parse_layout(file, kTokenWant);
   require(layout.shape.size() == 1, "{}: the array is {}-D; token ids must be 1-D", path, layout.shape.size());
   const std::uint64_t count = layout.shape[0];
   require(count > 0, "{}: no token ids (shape (0,))", path);
-  const std::size_t item = item_bytes(kTokenWant, layout.type);
+  const std::size_t item = item_bytes(kTokenWant, layout.type());
   check_data_size(file, layout, count, item, std::format("({},)", count));
 
+  const bool unsigned_type = layout.type().starts_with('u');
   std::vector<std::uint32_t> ids(count);
   // Read in pieces: the file's integers are converted as they come.
   constexpr std::uint64_t kPiece = 1u << 20;
@@ -298,7 +300,7 @@ std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint
         std::uint16_t v;
         std::memcpy(&v, at, 2);
         value = v;
-      } else if (item == 4 && layout.type == "u4") {
+      } else if (item == 4 && unsigned_type) {
         std::uint32_t v;
         std::memcpy(&v, at, 4);
         value = v;
@@ -310,7 +312,6 @@ std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint
         std::memcpy(&value, at, 8);
       }
       if (value < 0 || value >= static_cast<std::int64_t>(vocab_size)) {
-        const bool unsigned_type = layout.type.starts_with('u');
         fail("{}: token {} is {}, outside the vocabulary of {} (0 to {})", path, first + i,
              unsigned_type && item == 8 ? std::format("{}", static_cast<std::uint64_t>(value))
                                         : std::format("{}", value),
