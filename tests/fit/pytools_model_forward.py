@@ -29,8 +29,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tools", "model"))
+sys.path.insert(0, os.path.join(REPO, "tools", "vkblr-fit", "python"))
 from checkpoint import save_checkpoint  # noqa: E402
 from llama import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from safetensors_file import SafetensorsFile  # noqa: E402
 
 args = options()
 FORWARD = args.tool["llama-forward"]
@@ -67,10 +69,10 @@ def torch_hidden(positions_restart=True, theta=None):
         return m.model(x.view(1, -1)).reshape(SEQUENCES * SEQ, -1).numpy()
 
 
-def engine_hidden(name="out.npy", ids_path=IDS, sequences=SEQUENCES, seq=SEQ, expect_rc=0):
+def engine_hidden(name="out.safetensors", ids_path=IDS, sequences=SEQUENCES, seq=SEQ, expect_rc=0):
     out = os.path.join(WORK, name)
     p = run([FORWARD, CHECKPOINT, ids_path, sequences, seq, out], expect_rc=expect_rc)
-    return (np.load(out) if expect_rc == 0 else None), p
+    return (SafetensorsFile(out).array("hidden") if expect_rc == 0 else None), p
 
 
 def test_the_forward_matches_pytorch():
@@ -116,7 +118,6 @@ def test_a_compressed_model_matches_evaluate_py():
     # inputs, then the engine's held-out measure of the model with the blr layers in, against
     # evaluate.py's of the model with their Ŵ swapped in (load_blr.py)
     import json
-    sys.path.insert(0, os.path.join(REPO, "tools", "vkblr-fit", "python"))
     from dump_calibration import dump_calibration
     from evaluate import evaluate_tokens, with_blr
     from layerwise import run_fit
@@ -148,9 +149,9 @@ def test_a_compressed_model_matches_evaluate_py():
 def test_bad_inputs_are_refused():
     bad = os.path.join(WORK, "bad_ids.npy")
     np.save(bad, np.full(SEQUENCES * SEQ, 300, dtype="<u2"))
-    _, p = engine_hidden("bad.npy", bad, expect_rc=1)
+    _, p = engine_hidden("bad.safetensors", bad, expect_rc=1)
     check("token 0 is 300, outside the vocabulary of 272" in p.stderr, p.stderr)
-    _, p = engine_hidden("short.npy", IDS, SEQUENCES, SEQ + 1, expect_rc=1)
+    _, p = engine_hidden("short.safetensors", IDS, SEQUENCES, SEQ + 1, expect_rc=1)
     check("80 token ids, want SEQUENCES × SEQ = 82" in p.stderr, p.stderr)
 
 

@@ -1,8 +1,8 @@
-// vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy — the final
+// vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.safetensors — the final
 // hidden states of the engine's dense forward (vkblr/model/llama_forward.hpp)
 // of a Hugging Face checkpoint on the token ids of IDS.npy (SEQUENCES ×
-// SEQ of them, sequence by sequence), written as a 2-D f32 .npy [tokens]
-// [hidden].
+// SEQ of them, sequence by sequence), written as the f32 tensor "hidden"
+// [tokens][hidden] of a safetensors file.
 // vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH
 // [--blr MODEL_FILE] — the held-out measure of the stream TOKENS.npy
 // (vkblr/model/held_out.hpp) as one line of JSON on stdout; with --blr, of
@@ -20,30 +20,15 @@
 
 #include "vkblr/context.hpp"
 #include "vkblr/error.hpp"
-#include "vkblr/file_io.hpp"
 #include "vkblr/io/blr_model.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
 #include "vkblr/io/npy.hpp"
+#include "vkblr/io/safetensors.hpp"
 #include "vkblr/model/held_out.hpp"
 #include "vkblr/model/llama_forward.hpp"
 #include "vkblr/recorder.hpp"
 
 namespace {
-
-// numpy.save's format 1.0 of a C-order '<f4' array [rows][cols].
-std::string npy_f32(const std::vector<float>& values, std::uint64_t rows, std::uint64_t cols) {
-  std::string header = std::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>(header.size() >> 8);
-  out += header;
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-  return out;
-}
 
 std::uint32_t count(const char* text, const char* what) {
   const long long v = std::stoll(text);
@@ -78,7 +63,7 @@ int main(int argc, char** argv) {
   const bool with_blr = measure && argc == 9 && std::string(argv[7]) == "--blr";
   if (!(argc == 6 || (measure && argc == 7) || with_blr)) {
     std::fprintf(stderr,
-                 "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.npy\n"
+                 "usage: vkblr-llama-forward CHECKPOINT IDS.npy SEQUENCES SEQ OUT.safetensors\n"
                  "       vkblr-llama-forward --held-out CHECKPOINT TOKENS.npy CONTEXT STRIDE BATCH [--blr FILE]\n");
     return 2;
   }
@@ -105,7 +90,9 @@ int main(int argc, char** argv) {
       for (const auto& m : ctx.validation_messages()) std::fprintf(stderr, "validation: %s\n", m.c_str());
       return 1;
     }
-    vkblr::write_file_atomic(argv[5], npy_f32(hidden, batch.tokens(), config.hidden_size));
+    vkblr::io::SafetensorsWriter file;
+    file.add_f32("hidden", {batch.tokens(), config.hidden_size}, hidden);
+    file.write(argv[5]);  // atomic
     std::printf("vkblr-llama-forward: %u tokens through %u blocks on %s; wrote %s\n", batch.tokens(),
                 config.num_hidden_layers, ctx.caps().device_name.c_str(), argv[5]);
     return 0;
