@@ -86,6 +86,7 @@ def make_fake_deb(work):
         print("skipped: dpkg-deb is not installed (the stand-in package is built with it)")
         sys.exit(77)
     root = os.path.join(work, "fake-doc")
+    shutil.rmtree(root, ignore_errors=True)  # pages of an earlier run's docs must not stay in the package
     docs = os.path.join(root, "usr", "share", "doc", "fake-doc", "html")
     for d in (os.path.join(root, "DEBIAN"), os.path.join(docs, "translations"), os.path.join(docs, "_static"),
               os.path.join(docs, "guide")):
