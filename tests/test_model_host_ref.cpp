@@ -12,6 +12,7 @@
 #include <functional>
 #include <vector>
 
+#include "support/adam_ref.hpp"
 #include "support/blr_dense_ref.hpp"
 #include "support/blr_ref.hpp"
 #include "support/host.hpp"
@@ -236,4 +237,32 @@ TEST_CASE("host blr: a blr projection's scale and sign gradients in the model ma
     CHECK(check_gradient(v.su, d.gu, loss, rng, entries) <= 1.0);
     CHECK(check_gradient(v.sv, d.gv, loss, rng, entries) <= 1.0);
   }
+}
+
+TEST_CASE("host adam: one step of the f64 reference is Adam's formula", "[model][host]") {
+  // Entries with hand-computable steps at t = 1 from zero moments: m̂ = g',
+  // v̂ = g'², s = lr·g'/(|g'| + ε). Entry 0 plain, 1 frozen by the mask,
+  // 2 a relative step (floor 0.5 above |w|), 3 a relative step on |w|.
+  vkblr::ops::AdamOptions o;
+  o.grad_scale = 0.5f;
+  o.weight_decay = 0.25f;
+  const float lr = 0.125f;
+  AdamRef a = adam_ref_from(std::vector<float>{1.0f, 2.0f, -0.25f, 4.0f}, std::vector<float>(4, 0.0f),
+                            std::vector<float>(4, 0.0f));
+  const std::vector<double> g{0.5, 1.0, -2.0, 0.0625};
+  adam_ref_step(a, g, o, lr, 1, std::vector<float>{1, 0, 1, 1}, std::vector<float>{0, 0, 0.5f, 0.5f});
+  const double eps = o.eps, decay = 1.0 - 0.125 * 0.25;
+  const auto s = [&](double gi) { return 0.125 * (gi * 0.5) / (std::abs(gi * 0.5) + eps); };
+  const double want[4] = {1.0 * decay - s(0.5), 2.0, -0.25 * decay - s(-2.0) * 0.5, 4.0 * decay - s(0.0625) * 4.0 * decay};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(a.w[i] - want[i]) <= 1e-15);
+  }
+  CHECK(a.m1[1] == 0.0);
+  CHECK(a.m2[1] == 0.0);
+  CHECK(std::abs(a.m1[0] - (1.0 - double(o.beta1)) * 0.25) <= 1e-17);
+  CHECK(std::abs(a.m2[0] - (1.0 - double(o.beta2)) * 0.0625) <= 1e-18);
+  // tolerances: moved entries carry some, the frozen one none
+  CHECK(a.w_tol[0] > 0);
+  CHECK(a.w_tol[1] == 0);
 }
