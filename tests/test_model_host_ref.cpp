@@ -4,7 +4,8 @@
 // forward and loss, for every projection, every norm and the embedded
 // rows; a blr layer's dense matrix and the dense gradient mapped back to
 // its scales and signs against blr_ref.hpp's host_blr; the same mapping
-// inside the model against central differences in the scales and signs.
+// inside the model against central differences in the scales and signs;
+// the f64 Adam step (support/adam_ref.hpp) on hand-computed entries.
 #include <catch2/catch_test_macros.hpp>
 #include <algorithm>
 #include <cmath>
