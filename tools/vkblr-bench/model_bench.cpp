@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <format>
+#include <functional>
 #include <random>
 #include <stdexcept>
 
@@ -112,7 +113,8 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
       vkblr::model::LlamaTrainConfig tc;
       tc.memory = c.memory;
       // `steps` steps of a trainer of a fresh student; each step's wall time
-      const auto run = [&](std::uint32_t warmup, std::uint32_t steps, std::vector<double>& ms) {
+      const auto run = [&](std::uint32_t warmup, std::uint32_t steps, std::vector<double>& ms,
+                           const std::function<void()>& warm = [] {}) {
         vkblr::model::LlamaWeights student = vkblr::model::random_dense_llama(ctx, config, 1);
         vkblr::model::use_random_blr_layers(ctx, student, o.paths, o.bpw, 2);
         res.weights_bytes = double(weights_bytes(teacher)) + double(weights_bytes(student));
@@ -120,6 +122,7 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
         if (!o.live_teacher) trainer.set_teacher_cache(cache, tokens);
         const auto step = [&] { return trainer.step(ids, rows, 1e-3f, 1e-3f); };
         for (std::uint32_t s = 0; s < warmup; ++s) step();
+        warm();
         for (std::uint32_t s = 0; s < steps; ++s) {
           const auto a = std::chrono::steady_clock::now();
           const vkblr::model::LlamaStepResult r = step();
@@ -139,14 +142,13 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
       res.tokens_per_s = double(tokens) * o.steps / total;
       if (o.profile) {
         // a second trainer whose graphs carry GPU timestamps (recorded while
-        // the profiler is on): GPU time per dispatch name over 4 steps
+        // the profiler is on): GPU time per dispatch name over 3 steps after one
         vkblr::Profiler& prof = ctx.profiler();
-        prof.reset();
         prof.enable(true);
         std::vector<double> profiled;
-        run(1, 3, profiled);
+        run(1, 3, profiled, [&] { prof.reset(); });
         prof.enable(false);
-        for (const auto& [name, total_] : prof.totals()) res.per_name_ms[name] = total_.total_us * 1e-3 / 4;
+        for (const auto& [name, total_] : prof.totals()) res.per_name_ms[name] = total_.total_us * 1e-3 / 3;
         prof.reset();
       }
     } catch (const std::exception& e) {  // vkblr::Error, or host memory
@@ -167,6 +169,15 @@ std::string format_model_result(const ModelResult& r) {
                    "activations), weights {:.2f} GiB; KL {:.4g} -> {:.4g}",
                    r.tokens_per_s, r.step_wall.median_ms, r.step_wall.min_ms, static_cast<double>(r.trainer_bytes) / gib,
                    static_cast<double>(r.activation_bytes) / gib, r.weights_bytes / gib, r.first_loss, r.last_loss);
+  std::vector<std::pair<double, std::string>> by_time;
+  double busy = 0;
+  for (const auto& [name, ms] : r.per_name_ms) {
+    if (name.find('/') == std::string::npos) busy += ms;
+    by_time.emplace_back(ms, name);
+  }
+  std::sort(by_time.rbegin(), by_time.rend());
+  if (!by_time.empty()) s += std::format("\n    GPU busy {:.3f} ms/step; by dispatch name:", busy);
+  for (const auto& [ms, name] : by_time) s += std::format("\n    {:<36} {:.4f} ms/step", name, ms);
   return s;
 }
 

@@ -124,6 +124,24 @@ struct BlrScratch {
 void blr_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
                  const Buffer& y, std::uint32_t ntok);
 
+// One layer of blr_forward_side_by_side: its forward on x f32 [ntok][n]
+// into y f32 [ntok][m] (overwritten), a and c kept in the scratch.
+struct BlrForwardJob {
+  const BlrLayer* layer = nullptr;
+  BlrScratch* scratch = nullptr;
+  const Buffer* x = nullptr;
+  const Buffer* y = nullptr;
+};
+
+// The forwards of independent layers side by side: every path of every
+// layer one branch of one Recorder::parallel (the small GEMMs and stagings
+// of several layers fill the device together), then each layer's y. Bit
+// for bit what blr_forward gives each layer. Each job's scratch must have
+// transients of its own (its own BlrShared) and a y of its own (Error
+// naming the jobs); a scratch with fewer lanes than its layer's paths runs
+// the layers one after another.
+void blr_forward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrForwardJob> jobs, std::uint32_t ntok);
+
 // The f16 inputs of every path, xin[p] = f16(x ⊙ g_p) [ntok][n], staged by
 // cvt_multi (one dispatch per four paths).
 void blr_stage_inputs(Recorder& rec, Context& ctx, const BlrLayer& layer, const Buffer& x,
@@ -167,5 +185,24 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
 void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
                   const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
                   const BlrBackward& options = {});
+
+// One layer of blr_backward_side_by_side: blr_backward's arguments (its
+// sign gradients to sign_grads, one entry per path, as the second
+// blr_backward takes them).
+struct BlrBackwardJob {
+  const BlrLayer* layer = nullptr;
+  BlrScratch* scratch = nullptr;
+  const Buffer* x = nullptr;
+  const Buffer* dy = nullptr;
+  const Buffer* dx = nullptr;
+  std::span<const BlrSignGrads> sign_grads;
+};
+
+// The backwards of independent layers side by side, as
+// blr_forward_side_by_side does the forwards: bit for bit each layer's
+// blr_backward. Each job's scratch must have transients of its own and a dx
+// of its own (Error naming the jobs).
+void blr_backward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrBackwardJob> jobs, std::uint32_t ntok,
+                               const BlrBackward& options = {});
 
 }  // namespace vkblr

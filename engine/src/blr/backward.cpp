@@ -65,11 +65,12 @@ Ops reduce(Context& ctx, const Buffer& a, const Buffer& b, const Buffer& sum, st
   return out;
 }
 
-// The backward with path p's sign gradients into out[p] (both null: none
-// for that path).
-void record_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
-                     const Buffer& dy, const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> out,
-                     const BlrBackward& o) {
+// The branches of paths [first, first + lanes) of the backward with path
+// p's sign gradients into out[p] (both null: none for that path), one per
+// path on its lane's transients. Checks the call.
+std::vector<Branch> backward_branches(Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
+                                      const Buffer& dy, const Buffer& dx, std::uint32_t ntok,
+                                      std::span<const BlrSignGrads> out, const BlrBackward& o, std::size_t first) {
   const char* op = "blr_backward";
   detail::dim(op, "ntok", ntok);
   require(ntok <= s.ntok, "{}: ntok = {} exceeds the scratch's {}", op, ntok, s.ntok);
@@ -83,51 +84,74 @@ void record_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScra
   const float gs = o.gscale, inv = 1.0f / o.gscale;
   ops::BlrShared& sh = *s.shared;
 
-  // Paths go in groups of the shared lanes, each group's paths side by side
-  // (each on its lane's transients).
   const std::size_t np = layer.paths.size();
   const auto paths = static_cast<std::uint32_t>(np);
-  const std::size_t lanes = sh.lanes.size();
-  for (std::size_t first = 0; first < np; first += lanes) {
-    std::vector<Branch> group;
-    for (std::size_t p = first; p < std::min(np, first + lanes); ++p) {
-      const BlrPath& path = layer.paths[p];
-      const ops::BlrLane& t = sh.lanes[p - first];
-      const bool sign = o.sign_grads && out[p].g_u && out[p].g_v;
-      Branch& st = group.emplace_back(kSteps);
-      // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
-      const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
-      st[kDh].push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
-                                    sign ? &dyh : nullptr, o.fuse)});
-      // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
-      st[kB].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
-                                 detail::path_gemm(ctx, paths, {.m = ntok, .n = r, .k = m, .oscale = inv}))});
-      // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
-      const Transposed bl{&t.bl_t, &t.t2, &path.l, gs};
-      st[kDl].push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
-                                    sign ? &bl : nullptr, o.fuse)});
-      // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
-      st[kDxp].push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
-                                   detail::path_gemm(ctx, paths, {.m = ntok, .n = n, .k = r, .oscale = inv}))});
-      // dg += Σ x⊙dx'; dx (+)= g⊙dx' (path order: one pass of every path's
-      // reduction writes dx); (x⊙g)ᵀ
-      const Transposed xg{&t.xg_t, &x, &path.g, 1.0f};
-      st[kDg].push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
-                                    sign ? &xg : nullptr, o.fuse)});
-      if (!sign) continue;
-      // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K;
-      // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
-      st[kDh].push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
-      const GemmShape gu{.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
-      st[kB].push_back(
-          {"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, *out[p].g_u, detail::path_gemm(ctx, paths, gu))});
-      // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
-      const GemmShape gv{.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
-      st[kGv].push_back(
-          {"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, *out[p].g_v, detail::path_gemm(ctx, paths, gv))});
-    }
-    rec.parallel(group);
+  std::vector<Branch> group;
+  for (std::size_t p = first; p < std::min(np, first + sh.lanes.size()); ++p) {
+    const BlrPath& path = layer.paths[p];
+    const ops::BlrLane& t = sh.lanes[p - first];
+    const bool sign = o.sign_grads && out[p].g_u && out[p].g_v;
+    Branch& st = group.emplace_back(kSteps);
+    // dh += Σ dy⊙c; xh = f16(dy⊙h·gs); (dy⊙h·gs)ᵀ
+    const Transposed dyh{&t.dyh_t, &dy, &path.h, gs};
+    st[kDh].push_back({"", reduce(ctx, dy, s.c[p], path.dh, ntok, m, ops::Fuse::cvt_a(path.h, t.xh, gs),
+                                  sign ? &dyh : nullptr, o.fuse)});
+    // b = (dy⊙h)·S_U: B[r][m] = S_Uᵀ, the bitmap [m][r/32] read transposed
+    st[kB].push_back({"", gemm(ctx, t.xh, path.bits_u, GemmB::bits_t, t.t2,
+                               detail::path_gemm(ctx, paths, {.m = ntok, .n = r, .k = m, .oscale = inv}))});
+    // dℓ += Σ a⊙b; xh = f16(b⊙ℓ·gs); (b⊙ℓ·gs)ᵀ
+    const Transposed bl{&t.bl_t, &t.t2, &path.l, gs};
+    st[kDl].push_back({"", reduce(ctx, s.a[p], t.t2, path.dl, ntok, r, ops::Fuse::cvt_b(path.l, t.xh, gs),
+                                  sign ? &bl : nullptr, o.fuse)});
+    // dx' = (b⊙ℓ)·S_Vᵀ: B[n][r] = S_V, the bitmap's own rows
+    st[kDxp].push_back({"", gemm(ctx, t.xh, path.bits_v, GemmB::bits_n, t.t1,
+                                 detail::path_gemm(ctx, paths, {.m = ntok, .n = n, .k = r, .oscale = inv}))});
+    // dg += Σ x⊙dx'; dx (+)= g⊙dx' (path order: one pass of every path's
+    // reduction writes dx); (x⊙g)ᵀ
+    const Transposed xg{&t.xg_t, &x, &path.g, 1.0f};
+    st[kDg].push_back({"", reduce(ctx, x, t.t1, path.dg, ntok, n, ops::Fuse::scale_b(path.g, dx, p > 0, 1.0f),
+                                  sign ? &xg : nullptr, o.fuse)});
+    if (!sign) continue;
+    // G_U = diag(h)·dyᵀ·a·diag(ℓ) = (dy⊙h·gs)ᵀ·(a⊙ℓ) / gs, tokens as K;
+    // (a⊙ℓ)ᵀ staged with the dh step, the GEMM beside b's
+    st[kDh].push_back({"sign", {ops::cvt_t(ctx, s.a[p], &path.l, t.al_t, ntok, r, 1.0f, round32(r), t32)}});
+    const GemmShape gu{.m = m, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
+    st[kB].push_back(
+        {"sign", gemm(ctx, t.dyh_t, t.al_t, GemmB::plane, *out[p].g_u, detail::path_gemm(ctx, paths, gu))});
+    // G_V = diag(g)·xᵀ·b·diag(ℓ) = (x⊙g)ᵀ·(b⊙ℓ·gs) / gs
+    const GemmShape gv{.m = n, .n = r, .k = t32, .lda = t32, .oscale = inv, .accumulate = o.accumulate_sign_grads};
+    st[kGv].push_back(
+        {"sign", gemm(ctx, t.xg_t, t.bl_t, GemmB::plane, *out[p].g_v, detail::path_gemm(ctx, paths, gv))});
   }
+  return group;
+}
+
+// The backward: paths in groups of the shared lanes, each group's paths
+// side by side.
+void record_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x,
+                     const Buffer& dy, const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> out,
+                     const BlrBackward& o) {
+  for (std::size_t first = 0; first < layer.paths.size(); first += s.shared->lanes.size()) {
+    rec.parallel(backward_branches(ctx, layer, s, x, dy, dx, ntok, out, o, first));
+  }
+}
+
+// Every path's sign-gradient destinations: `given`, checked, or none.
+std::vector<BlrSignGrads> sign_destinations(const char* op, const BlrLayer& layer,
+                                            std::span<const BlrSignGrads> given, const BlrBackward& options) {
+  if (!options.sign_grads) return std::vector<BlrSignGrads>(layer.paths.size());
+  require(given.size() == layer.paths.size(), "{}: {} sign-gradient destinations for {} paths", op, given.size(),
+          layer.paths.size());
+  for (std::size_t p = 0; p < given.size(); ++p) {
+    const std::uint64_t bytes_u = std::uint64_t{layer.m} * layer.r * 4, bytes_v = std::uint64_t{layer.n} * layer.r * 4;
+    for (const auto& [buffer, what, bytes] : {std::tuple{given[p].g_u, "g_u", bytes_u},
+                                              std::tuple{given[p].g_v, "g_v", bytes_v}}) {
+      require(buffer != nullptr && static_cast<bool>(*buffer) && buffer->size() >= bytes,
+              "{}: path {} sign gradient {} holds {} bytes, needs {}", op, p, what,
+              buffer && *buffer ? buffer->size() : 0, bytes);
+    }
+  }
+  return {given.begin(), given.end()};
 }
 
 }  // namespace
@@ -148,22 +172,39 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
                   const BlrBackward& options) {
   const char* op = "blr_backward";
   layer.check(op);
-  if (!options.sign_grads) {
-    record_backward(rec, ctx, layer, s, x, dy, dx, ntok, std::vector<BlrSignGrads>(layer.paths.size()), options);
-    return;
-  }
-  require(sign_grads.size() == layer.paths.size(), "{}: {} sign-gradient destinations for {} paths", op,
-          sign_grads.size(), layer.paths.size());
-  for (std::size_t p = 0; p < sign_grads.size(); ++p) {
-    const std::uint64_t bytes_u = std::uint64_t{layer.m} * layer.r * 4, bytes_v = std::uint64_t{layer.n} * layer.r * 4;
-    for (const auto& [buffer, what, bytes] : {std::tuple{sign_grads[p].g_u, "g_u", bytes_u},
-                                              std::tuple{sign_grads[p].g_v, "g_v", bytes_v}}) {
-      require(buffer != nullptr && static_cast<bool>(*buffer) && buffer->size() >= bytes,
-              "{}: path {} sign gradient {} holds {} bytes, needs {}", op, p, what,
-              buffer && *buffer ? buffer->size() : 0, bytes);
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, sign_destinations(op, layer, sign_grads, options), options);
+}
+
+void blr_backward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrBackwardJob> jobs, std::uint32_t ntok,
+                               const BlrBackward& options) {
+  const char* op = "blr_backward_side_by_side";
+  std::vector<std::vector<BlrSignGrads>> out;
+  bool together = true;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const BlrBackwardJob& j = jobs[i];
+    require(j.layer && j.scratch && j.x && j.dy && j.dx, "{}: job {} lacks a layer, scratch, x, dy or dx", op, i);
+    j.layer->check(op);
+    out.push_back(sign_destinations(op, *j.layer, j.sign_grads, options));
+    together = together && j.scratch->shared->lanes.size() >= j.layer->paths.size();
+    for (std::size_t k = 0; k < i; ++k) {
+      require(jobs[k].scratch->shared != j.scratch->shared && jobs[k].dx != j.dx,
+              "{}: jobs {} and {} share transients or an output", op, k, i);
     }
   }
-  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, sign_grads, options);
+  if (!together) {  // a layer's paths take several groups: one layer after another
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      const BlrBackwardJob& j = jobs[i];
+      record_backward(rec, ctx, *j.layer, *j.scratch, *j.x, *j.dy, *j.dx, ntok, out[i], options);
+    }
+    return;
+  }
+  std::vector<Branch> all;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const BlrBackwardJob& j = jobs[i];
+    std::vector<Branch> group = backward_branches(ctx, *j.layer, *j.scratch, *j.x, *j.dy, *j.dx, ntok, out[i], options, 0);
+    all.insert(all.end(), std::make_move_iterator(group.begin()), std::make_move_iterator(group.end()));
+  }
+  rec.parallel(all);
 }
 
 }  // namespace vkblr

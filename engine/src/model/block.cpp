@@ -1,5 +1,9 @@
 #include "block.hpp"
 
+#include <array>
+#include <tuple>
+#include <vector>
+
 #include "vkblr/error.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/add.hpp"
@@ -67,6 +71,70 @@ void linear_backward(Recorder& rec, const BlockContext& bc, const Projection& p,
   rec.add(gemm(bc.ctx, bc.staged, p.plane_t, GemmB::plane, dx, shape));
 }
 
+// y_i = x·W_iᵀ of projections that share their input x (q, k, v; gate,
+// up): blr ones with scratch of their own side by side
+// (blr_forward_side_by_side, the bits of one after another), else one
+// after another.
+void linears(Recorder& rec, const BlockContext& bc, std::span<const std::tuple<const Projection*, std::size_t, const Buffer*>> outs,
+             const Buffer& x, std::uint32_t k, const BlrScratchFor& scratch) {
+  std::vector<BlrForwardJob> jobs;
+  bool side_by_side = true;
+  for (const auto& [p, slot, y] : outs) {
+    if (!p->is_blr() || p->blr->n != k) {
+      side_by_side = false;
+      break;
+    }
+    BlrScratch& s = scratch(slot, *p->blr);
+    for (const BlrForwardJob& j : jobs) side_by_side = side_by_side && j.scratch->shared != s.shared;
+    jobs.push_back({p->blr.get(), &s, &x, y});
+  }
+  if (side_by_side) {
+    blr_forward_side_by_side(rec, bc.ctx, jobs, bc.batch.tokens());
+    return;
+  }
+  for (const auto& [p, slot, y] : outs) linear(rec, bc, *p, slot, x, *y, p->out, k, false, scratch);
+}
+
+// dx = Σ_i dy_i·W_i of projections that share their input x, in the
+// order given: blr ones with scratch of their own side by side
+// (blr_backward_side_by_side into dx and g.dh_part, g.dh_part2, then
+// added in order: the bits of one after another), else one after another.
+void linears_backward(Recorder& rec, const BlockContext& bc,
+                      std::span<const std::tuple<const Projection*, std::size_t, const Buffer*>> outs, const Buffer& x,
+                      const Buffer& dx, const BackwardBuffers& g, const BlrScratchFor& scratch,
+                      const SignGradsFor& signs, const BackwardSettings& settings) {
+  const std::uint32_t tokens = bc.batch.tokens(), in = outs.empty() ? 0 : std::get<0>(outs[0])->in;
+  const Buffer* targets[] = {&dx, g.dh_part, g.dh_part2};
+  std::vector<BlrBackwardJob> jobs;
+  bool side_by_side = outs.size() <= std::size(targets);
+  for (std::size_t i = 0; side_by_side && i < outs.size(); ++i) {
+    const auto& [p, slot, dy] = outs[i];
+    if (!p->is_blr() || p->in != in) {
+      side_by_side = false;
+      break;
+    }
+    BlrScratch& s = scratch(slot, *p->blr);
+    const std::span<const BlrSignGrads> sign_grads = signs(slot);
+    for (const BlrBackwardJob& j : jobs) {
+      side_by_side = side_by_side && j.scratch->shared != s.shared && j.sign_grads.empty() == sign_grads.empty();
+    }
+    jobs.push_back({p->blr.get(), &s, &x, dy, targets[i], sign_grads});
+  }
+  if (!side_by_side) {
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const auto& [p, slot, dy] = outs[i];
+      linear_backward(rec, bc, *p, slot, x, *dy, dx, *g.dh_part, p->out, p->in, i > 0, scratch, signs, settings);
+    }
+    return;
+  }
+  BlrBackward options;
+  options.gscale = settings.gscale;
+  options.sign_grads = !jobs.empty() && !jobs[0].sign_grads.empty();
+  options.accumulate_sign_grads = true;
+  blr_backward_side_by_side(rec, bc.ctx, jobs, tokens, options);
+  for (std::size_t i = 1; i < jobs.size(); ++i) rec.add(ops::add_into(bc.ctx, *targets[i], dx, tokens * in));
+}
+
 ops::AttentionShape attention_shape(const BlockContext& bc) {
   const io::LlamaConfig& c = bc.config;
   return {bc.batch.sequences, bc.batch.seq, c.num_attention_heads, c.num_key_value_heads, c.head_dim, 0.0f};
@@ -89,9 +157,9 @@ void record_block_forward(Recorder& rec, const BlockContext& bc, const LlamaWeig
   if (a.x_in) rec.copy(x, *a.x_in, stream_bytes);
   rec.add(ops::rmsnorm_fwd(ctx, x, b.input_norm, *a.h1, *a.inv1, norm));
   if (!(b.q.is_blr() && b.k.is_blr() && b.v.is_blr())) rec.add(ops::cvt(ctx, *a.h1, bc.staged, t, hidden, 1.0f));
-  linear(rec, bc, b.q, Slot::q, *a.h1, *a.q, c.q_size(), hidden, false, scratch);
-  linear(rec, bc, b.k, Slot::k, *a.h1, *a.k, c.kv_size(), hidden, false, scratch);
-  linear(rec, bc, b.v, Slot::v, *a.h1, *a.v, c.kv_size(), hidden, false, scratch);
+  linears(rec, bc, std::array{std::tuple{&b.q, std::size_t{Slot::q}, a.q}, std::tuple{&b.k, std::size_t{Slot::k}, a.k},
+                             std::tuple{&b.v, std::size_t{Slot::v}, a.v}},
+          *a.h1, hidden, scratch);
   rec.add(ops::rope_fwd(ctx, *a.q, bc.positions, bc.rope, rope_shape(bc, c.num_attention_heads)));
   rec.add(ops::rope_fwd(ctx, *a.k, bc.positions, bc.rope, rope_shape(bc, c.num_key_value_heads)));
   rec.add(ops::attention_forward(ctx, *a.q, *a.k, *a.v, *a.attn, *a.lse, attention_shape(bc)));
@@ -101,8 +169,9 @@ void record_block_forward(Recorder& rec, const BlockContext& bc, const LlamaWeig
   if (a.x_mid) rec.copy(x, *a.x_mid, stream_bytes);
   rec.add(ops::rmsnorm_fwd(ctx, x, b.post_norm, *a.h2, *a.inv2, norm));
   if (!(b.gate.is_blr() && b.up.is_blr())) rec.add(ops::cvt(ctx, *a.h2, bc.staged, t, hidden, 1.0f));
-  linear(rec, bc, b.gate, Slot::gate, *a.h2, *a.gate, inter, hidden, false, scratch);
-  linear(rec, bc, b.up, Slot::up, *a.h2, *a.up, inter, hidden, false, scratch);
+  linears(rec, bc, std::array{std::tuple{&b.gate, std::size_t{Slot::gate}, a.gate},
+                             std::tuple{&b.up, std::size_t{Slot::up}, a.up}},
+          *a.h2, hidden, scratch);
   rec.add(ops::swiglu_fwd(ctx, *a.gate, *a.up, *a.act, t, inter));
   if (!b.down.is_blr()) rec.add(ops::cvt(ctx, *a.act, bc.staged, t, inter, 1.0f));
   linear(rec, bc, b.down, Slot::down, *a.act, x, hidden, inter, true, scratch);
@@ -126,8 +195,10 @@ void record_block_backward(Recorder& rec, const BlockContext& bc, const LlamaWei
   // MLP: x_out = x_mid + down(swiglu(gate(h2), up(h2)))
   lin(b.down, Slot::down, *a.act, dx, *g.dact, hidden, inter, false);
   rec.add(ops::swiglu_bwd(ctx, *a.gate, *a.up, *g.dact, *g.dgate, *g.dup, t, inter));
-  lin(b.gate, Slot::gate, *a.h2, *g.dgate, *g.dh, inter, hidden, false);
-  lin(b.up, Slot::up, *a.h2, *g.dup, *g.dh, inter, hidden, true);
+  linears_backward(rec, bc,
+                   std::array{std::tuple{&b.gate, std::size_t{Slot::gate}, g.dgate},
+                              std::tuple{&b.up, std::size_t{Slot::up}, g.dup}},
+                   *a.h2, *g.dh, g, scratch, signs, settings);
   rec.add(ops::rmsnorm_bwd(ctx, *a.x_mid, b.post_norm, *a.inv2, *g.dh, dx, *g.dnorm, norm, into_stream));
 
   // attention: x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
@@ -138,9 +209,10 @@ void record_block_backward(Recorder& rec, const BlockContext& bc, const LlamaWei
                                   attention_shape(bc), attention));
   rec.add(ops::rope_bwd(ctx, *g.dq, bc.positions, bc.rope, rope_shape(bc, c.num_attention_heads)));
   rec.add(ops::rope_bwd(ctx, *g.dk, bc.positions, bc.rope, rope_shape(bc, c.num_key_value_heads)));
-  lin(b.q, Slot::q, *a.h1, *g.dq, *g.dh, c.q_size(), hidden, false);
-  lin(b.k, Slot::k, *a.h1, *g.dk, *g.dh, c.kv_size(), hidden, true);
-  lin(b.v, Slot::v, *a.h1, *g.dv, *g.dh, c.kv_size(), hidden, true);
+  linears_backward(rec, bc,
+                   std::array{std::tuple{&b.q, std::size_t{Slot::q}, g.dq}, std::tuple{&b.k, std::size_t{Slot::k}, g.dk},
+                              std::tuple{&b.v, std::size_t{Slot::v}, g.dv}},
+                   *a.h1, *g.dh, g, scratch, signs, settings);
   rec.add(ops::rmsnorm_bwd(ctx, *a.x_in, b.input_norm, *a.inv1, *g.dh, dx, *g.dnorm, norm, into_stream));
 }
 

@@ -82,6 +82,7 @@ void record_block_forward(Recorder& rec, const BlockContext& bc, const LlamaWeig
 struct BackwardBuffers {
   const Buffer* dh = nullptr;       // hidden: a norm output's gradient
   const Buffer* dh_part = nullptr;  // hidden: one projection's input gradient
+  const Buffer* dh_part2 = nullptr; // hidden: another's (projections side by side)
   const Buffer* dattn = nullptr;    // q_size
   const Buffer* dq = nullptr;       // q_size
   const Buffer* dk = nullptr;       // kv_size

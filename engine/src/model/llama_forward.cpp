@@ -134,10 +134,13 @@ LlamaForward::LlamaForward(Context& ctx, const io::LlamaConfig& config, const Ll
   blr_out_ = ctx.buffer(f32_bytes(t, c.hidden_size), "llama.blr_out");
 }
 
-BlrScratch& LlamaForward::blr_scratch(const BlrLayer& layer) {
-  const auto key = std::tuple{layer.m, layer.n, layer.r, layer.paths.size()};
+BlrScratch& LlamaForward::blr_scratch(std::size_t slot, const BlrLayer& layer) {
+  const auto key = std::tuple{slot, layer.m, layer.n, layer.r, layer.paths.size()};
   auto it = blr_scratch_.find(key);
-  if (it == blr_scratch_.end()) it = blr_scratch_.emplace(key, BlrScratch(ctx_, layer, max_.tokens())).first;
+  if (it == blr_scratch_.end()) {
+    const auto lanes = static_cast<std::uint32_t>(std::clamp<std::size_t>(layer.paths.size(), 2, 64));
+    it = blr_scratch_.emplace(key, BlrScratch(ctx_, layer, max_.tokens(), lanes)).first;
+  }
   return it->second;
 }
 
@@ -179,8 +182,8 @@ void LlamaForward::record(Recorder& rec, const LlamaWeights& w, const Buffer& id
   a.gate = &gate_;
   a.up = &up_;
   a.act = &act_;
-  const detail::BlrScratchFor scratch = [this](std::size_t, const BlrLayer& layer) -> BlrScratch& {
-    return blr_scratch(layer);
+  const detail::BlrScratchFor scratch = [this](std::size_t slot, const BlrLayer& layer) -> BlrScratch& {
+    return blr_scratch(slot, layer);
   };
   for (const LlamaWeights::Block& b : w.blocks) detail::record_block_forward(rec, bc, b, a, x_, scratch);
   rec.add(ops::rmsnorm_fwd(ctx_, x_, w.final_norm, out, inv_rms_, norm));

@@ -2,6 +2,7 @@
 #include "vkblr/model/llama_trainer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <format>
@@ -75,7 +76,9 @@ struct LlamaTrainer::Impl {
 
   std::vector<TrainedLayer> layers;
   std::vector<SignMatrix> signs;
-  std::unique_ptr<ops::BlrShared> shared;
+  // the blr transients, one set per projection slot (the projections of
+  // one input run side by side), lanes for every path
+  std::array<std::unique_ptr<ops::BlrShared>, detail::kSlots> shared;
   std::map<const BlrLayer*, BlrScratch> scratch_by_layer;  // keep: a, c of every layer
   // recompute: one per slot and shape, shared by the blocks (two slots of a
   // block never share one: the backward of one reads it after the other's
@@ -87,7 +90,7 @@ struct LlamaTrainer::Impl {
   Buffer x, x_work;  // the stream; recompute: the block's stream again
   std::vector<BlockStorage> kept;  // keep: one per block; recompute: x_in only per block, kept[0] the rest
   Buffer hidden_out, inv_final, dhidden_out;
-  Buffer dx, dh, dh_part, dattn, dq, dk, dv, dact, dgate, dup, dnorm;
+  Buffer dx, dh, dh_part, dh_part2, dattn, dq, dk, dv, dact, dgate, dup, dnorm;
   Buffer teacher_h;
   const Buffer* teacher_cache = nullptr;
   std::uint64_t teacher_cache_rows = 0;
@@ -185,13 +188,17 @@ struct LlamaTrainer::Impl {
   void allocate() {
     const io::LlamaConfig& c = config;
     const std::uint64_t t = batch.tokens();
-    std::uint32_t m = 0, n = 0, r = 0;
-    for (const TrainedLayer& l : layers) {
-      m = std::max(m, l.layer->m);
-      n = std::max(n, l.layer->n);
-      r = std::max(r, l.layer->r);
+    for (std::size_t slot = 0; slot < detail::kSlots; ++slot) {
+      std::uint32_t m = 0, n = 0, r = 0, lanes = settings.path_lanes;
+      for (const TrainedLayer& l : layers) {
+        if (l.slot != slot) continue;
+        m = std::max(m, l.layer->m);
+        n = std::max(n, l.layer->n);
+        r = std::max(r, l.layer->r);
+        lanes = std::max(lanes, static_cast<std::uint32_t>(l.layer->paths.size()));
+      }
+      if (m > 0) shared[slot] = std::make_unique<ops::BlrShared>(ctx, batch.tokens(), m, n, r, std::min(lanes, 64u));
     }
-    shared = std::make_unique<ops::BlrShared>(ctx, batch.tokens(), m, n, r, settings.path_lanes);
     rope = ctx.upload(ops::rope_table(c.head_dim, c.rope_theta, batch.seq), "trainer.rope");
     std::vector<std::uint32_t> pos(t);
     for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::uint32_t>(i % batch.seq);
@@ -231,6 +238,7 @@ struct LlamaTrainer::Impl {
     dx = make(f32_bytes(t, c.hidden_size), "trainer.dx");
     dh = make(f32_bytes(t, c.hidden_size), "trainer.dh");
     dh_part = make(f32_bytes(t, c.hidden_size), "trainer.dh_part");
+    dh_part2 = make(f32_bytes(t, c.hidden_size), "trainer.dh_part2");
     dattn = make(f32_bytes(t, c.q_size()), "trainer.dattn");
     dq = make(f32_bytes(t, c.q_size()), "trainer.dq");
     dk = make(f32_bytes(t, c.kv_size()), "trainer.dk");
@@ -318,7 +326,7 @@ struct LlamaTrainer::Impl {
     if (per_layer) {
       auto it = scratch_by_layer.find(&layer);
       if (it == scratch_by_layer.end()) {
-        it = scratch_by_layer.emplace(&layer, BlrScratch(ctx, layer, *shared)).first;
+        it = scratch_by_layer.emplace(&layer, BlrScratch(ctx, layer, *shared[slot])).first;
         count_scratch(layer);
       }
       return it->second;
@@ -326,7 +334,7 @@ struct LlamaTrainer::Impl {
     const auto key = std::tuple{slot, layer.m, layer.n, layer.r, layer.paths.size()};
     auto it = scratch_by_slot.find(key);
     if (it == scratch_by_slot.end()) {
-      it = scratch_by_slot.emplace(key, BlrScratch(ctx, layer, *shared)).first;
+      it = scratch_by_slot.emplace(key, BlrScratch(ctx, layer, *shared[slot])).first;
       count_scratch(layer);
     }
     return it->second;
@@ -415,7 +423,7 @@ struct LlamaTrainer::Impl {
                              {t, c.hidden_size, static_cast<float>(c.rms_norm_eps)}));
     const detail::BlockContext bc = block_context();
     const detail::BlrScratchFor scratch = scratch_provider();
-    const detail::BackwardBuffers g{&dh, &dh_part, &dattn, &dq, &dk, &dv, &dact, &dgate, &dup, &dnorm};
+    const detail::BackwardBuffers g{&dh, &dh_part, &dh_part2, &dattn, &dq, &dk, &dv, &dact, &dgate, &dup, &dnorm};
     const detail::BackwardSettings backward{settings.gscale};
     for (std::size_t b = student.blocks.size(); b-- > 0;) {
       detail::BlockBuffers a = buffers(b);
@@ -678,7 +686,10 @@ std::vector<std::pair<std::string, Buffer*>> LlamaTrainer::state() {
 
 std::uint64_t LlamaTrainer::device_bytes() const {
   const Impl& s = *impl_;
-  std::uint64_t bytes = s.owned + s.shared->lane_bytes() * s.shared->lanes.size();
+  std::uint64_t bytes = s.owned;
+  for (const auto& shared : s.shared) {
+    if (shared) bytes += shared->lane_bytes() * shared->lanes.size();
+  }
   for (const Graph* g : {&s.step_graph, &s.apply_graph, &s.eval_graph}) bytes += g->transient_bytes();
   return bytes;
 }

@@ -103,8 +103,9 @@ class LlamaForward {
   // buffers too small.
   //
   // Blr projections run blr_forward (vkblr/blr.hpp) with a scratch per
-  // layer shape, made on first use and shared by the layers of that shape
-  // (a forward keeps nothing for a backward).
+  // block slot and layer shape, made on first use and shared by the blocks
+  // (a forward keeps nothing for a backward); q, k, v and gate, up side by
+  // side (blr_forward_side_by_side).
   void record(Recorder& rec, const LlamaWeights& weights, const Buffer& ids, const Buffer& out,
               const LlamaBatch& batch);
 
@@ -112,7 +113,10 @@ class LlamaForward {
 
  private:
   const Buffer& positions(const LlamaBatch& batch);
-  BlrScratch& blr_scratch(const BlrLayer& layer);
+  // The scratch of a blr projection of block slot `slot` (q, k, v, o, gate,
+  // up, down), per slot and shape: the projections of one input run side by
+  // side, each on transients of its own.
+  BlrScratch& blr_scratch(std::size_t slot, const BlrLayer& layer);
 
   Context& ctx_;
   io::LlamaConfig config_;
@@ -121,7 +125,7 @@ class LlamaForward {
   Buffer rope_;                                // the rotary table, max.seq positions
   Buffer x_, h_, inv_rms_, q_, k_, v_, attn_, lse_, gate_, up_, act_, staged_;
   Buffer blr_out_;  // f32 [tokens][hidden]: a blr o/down projection's output before the residual add
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::size_t>, BlrScratch> blr_scratch_;
+  std::map<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t, std::size_t>, BlrScratch> blr_scratch_;
 };
 
 }  // namespace vkblr::model

@@ -92,7 +92,10 @@ struct LlamaTrainConfig {
   // The tokens a step's mean is over: 0 = one batch's (sequences · seq);
   // split steps over k micro-batches (or ranks) of b tokens: k · b.
   std::uint32_t tokens_per_step = 0;
-  std::uint32_t path_lanes = 2;  // BlrShared lanes (same bits for any value)
+  // BlrShared lanes per projection slot, at least every layer's paths (so
+  // that the projections of one input run side by side); the same bits for
+  // any value
+  std::uint32_t path_lanes = 2;
   bool split = false;            // accumulate()/apply() instead of step()
 };
 
