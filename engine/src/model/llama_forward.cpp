@@ -7,16 +7,13 @@
 #include <string>
 #include <utility>
 
+#include "block.hpp"
 #include "vkblr/error.hpp"
-#include "vkblr/gemm.hpp"
 #include "vkblr/half.hpp"
-#include "vkblr/ops/add.hpp"
 #include "vkblr/ops/attention.hpp"
-#include "vkblr/ops/cvt.hpp"
 #include "vkblr/ops/embedding.hpp"
 #include "vkblr/ops/rmsnorm.hpp"
 #include "vkblr/ops/rope.hpp"
-#include "vkblr/ops/swiglu.hpp"
 
 namespace vkblr::model {
 namespace {
@@ -30,14 +27,6 @@ void require_multiple_of_16(std::string_view field, std::uint32_t value) {
 }
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
-
-// A block's seven projections by their Hugging Face names under
-// "model.layers.N.".
-constexpr std::pair<std::string_view, Projection LlamaWeights::Block::*> kProjections[] = {
-    {"self_attn.q_proj.weight", &LlamaWeights::Block::q},  {"self_attn.k_proj.weight", &LlamaWeights::Block::k},
-    {"self_attn.v_proj.weight", &LlamaWeights::Block::v},  {"self_attn.o_proj.weight", &LlamaWeights::Block::o},
-    {"mlp.gate_proj.weight", &LlamaWeights::Block::gate}, {"mlp.up_proj.weight", &LlamaWeights::Block::up},
-    {"mlp.down_proj.weight", &LlamaWeights::Block::down}};
 
 }  // namespace
 
@@ -77,7 +66,7 @@ LlamaWeights upload_dense_llama(Context& ctx, const io::LlamaCheckpoint& checkpo
     LlamaWeights::Block b;
     b.input_norm = f32(p + "input_layernorm.weight");
     b.post_norm = f32(p + "post_attention_layernorm.weight");
-    for (const auto& [suffix, member] : kProjections) b.*member = f16(p + std::string(suffix));
+    for (const auto& [suffix, member] : detail::kProjections) b.*member = f16(p + std::string(suffix));
     w.blocks.push_back(std::move(b));
   }
   w.final_norm = f32("model.norm.weight");
@@ -95,7 +84,7 @@ Projection* LlamaWeights::projection(std::string_view name) {
     return nullptr;
   }
   name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
-  for (const auto& [suffix, member] : kProjections) {
+  for (const auto& [suffix, member] : detail::kProjections) {
     if (name == suffix) return &(blocks[block].*member);
   }
   return nullptr;
@@ -152,25 +141,6 @@ BlrScratch& LlamaForward::blr_scratch(const BlrLayer& layer) {
   return it->second;
 }
 
-void LlamaForward::linear(Recorder& rec, const Projection& p, const Buffer& x, const Buffer& y, std::uint32_t tokens,
-                          std::uint32_t n, std::uint32_t k, bool accumulate) {
-  if (p.is_blr()) {
-    if (p.blr->m != n || p.blr->n != k) {
-      fail("llama forward: a blr projection is {}x{}, the model wants {}x{}", p.blr->m, p.blr->n, n, k);
-    }
-    const Buffer& out = accumulate ? blr_out_ : y;
-    blr_forward(rec, ctx_, *p.blr, blr_scratch(*p.blr), x, out, tokens);
-    if (accumulate) rec.add(ops::add_into(ctx_, blr_out_, y, tokens * n));
-    return;
-  }
-  GemmShape shape;
-  shape.m = tokens;
-  shape.n = n;
-  shape.k = k;
-  shape.accumulate = accumulate;
-  rec.add(gemm(ctx_, staged_, p.plane, GemmB::plane, y, shape));
-}
-
 const Buffer& LlamaForward::positions(const LlamaBatch& batch) {
   auto it = positions_.find(batch.seq);
   if (it == positions_.end()) {
@@ -192,33 +162,27 @@ void LlamaForward::record(Recorder& rec, const LlamaWeights& w, const Buffer& id
   if (w.blocks.size() != c.num_hidden_layers) {
     fail("llama forward: weights of {} blocks, the config has {}", w.blocks.size(), c.num_hidden_layers);
   }
-  const std::uint32_t t = batch.tokens(), hidden = c.hidden_size, inter = c.intermediate_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
+  const std::uint32_t t = batch.tokens(), hidden = c.hidden_size;
   const Buffer& pos = positions(batch);
-  const ops::RmsNorm norm{t, hidden, eps};
+  const ops::RmsNorm norm{t, hidden, static_cast<float>(c.rms_norm_eps)};
 
   rec.add(ops::embedding_fwd(ctx_, ids, w.embed, x_, {t, c.vocab_size, hidden}));
-  for (const LlamaWeights::Block& b : w.blocks) {
-    rec.add(ops::rmsnorm_fwd(ctx_, x_, b.input_norm, h_, inv_rms_, norm));
-    if (!(b.q.is_blr() && b.k.is_blr() && b.v.is_blr())) rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
-    linear(rec, b.q, h_, q_, t, c.q_size(), hidden, false);
-    linear(rec, b.k, h_, k_, t, c.kv_size(), hidden, false);
-    linear(rec, b.v, h_, v_, t, c.kv_size(), hidden, false);
-    rec.add(ops::rope_fwd(ctx_, q_, pos, rope_, {t, c.num_attention_heads, c.head_dim, max_.seq}));
-    rec.add(ops::rope_fwd(ctx_, k_, pos, rope_, {t, c.num_key_value_heads, c.head_dim, max_.seq}));
-    rec.add(ops::attention_forward(ctx_, q_, k_, v_, attn_, lse_,
-                                   {batch.sequences, batch.seq, c.num_attention_heads, c.num_key_value_heads,
-                                    c.head_dim, 0.0f}));
-    if (!b.o.is_blr()) rec.add(ops::cvt(ctx_, attn_, staged_, t, c.q_size(), 1.0f));
-    linear(rec, b.o, attn_, x_, t, hidden, c.q_size(), true);
-    rec.add(ops::rmsnorm_fwd(ctx_, x_, b.post_norm, h_, inv_rms_, norm));
-    if (!(b.gate.is_blr() && b.up.is_blr())) rec.add(ops::cvt(ctx_, h_, staged_, t, hidden, 1.0f));
-    linear(rec, b.gate, h_, gate_, t, inter, hidden, false);
-    linear(rec, b.up, h_, up_, t, inter, hidden, false);
-    rec.add(ops::swiglu_fwd(ctx_, gate_, up_, act_, t, inter));
-    if (!b.down.is_blr()) rec.add(ops::cvt(ctx_, act_, staged_, t, inter, 1.0f));
-    linear(rec, b.down, act_, x_, t, hidden, inter, true);
-  }
+  const detail::BlockContext bc{ctx_, c, batch, rope_, max_.seq, pos, staged_, blr_out_};
+  detail::BlockBuffers a;
+  a.h1 = a.h2 = &h_;
+  a.inv1 = a.inv2 = &inv_rms_;
+  a.q = &q_;
+  a.k = &k_;
+  a.v = &v_;
+  a.attn = &attn_;
+  a.lse = &lse_;
+  a.gate = &gate_;
+  a.up = &up_;
+  a.act = &act_;
+  const detail::BlrScratchFor scratch = [this](std::size_t, const BlrLayer& layer) -> BlrScratch& {
+    return blr_scratch(layer);
+  };
+  for (const LlamaWeights::Block& b : w.blocks) detail::record_block_forward(rec, bc, b, a, x_, scratch);
   rec.add(ops::rmsnorm_fwd(ctx_, x_, w.final_norm, out, inv_rms_, norm));
 }
 

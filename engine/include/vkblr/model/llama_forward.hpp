@@ -44,6 +44,7 @@ namespace vkblr::model {
 struct Projection {
   std::uint32_t out = 0, in = 0;  // the weight's shape [out][in]
   Buffer plane;
+  Buffer plane_t;  // f16 [in][out], the plane transposed: its input gradient's B (LlamaTrainer makes it)
   std::shared_ptr<BlrLayer> blr;
   bool is_blr() const { return blr != nullptr; }
 };
@@ -111,11 +112,6 @@ class LlamaForward {
 
  private:
   const Buffer& positions(const LlamaBatch& batch);
-  // y[t][n] (+)= x[t][k]·Wᵀ of one projection; `staged` holds f16(x) for
-  // a dense one (x itself is read by a blr one); `accumulate` adds to y
-  // (the residual stream) instead of overwriting it.
-  void linear(Recorder& rec, const Projection& p, const Buffer& x, const Buffer& y, std::uint32_t tokens,
-              std::uint32_t n, std::uint32_t k, bool accumulate);
   BlrScratch& blr_scratch(const BlrLayer& layer);
 
   Context& ctx_;

@@ -118,22 +118,22 @@ class LlamaTrainer {
  public:
   // `student` (config `student_config`) has blr layers in place of the
   // projections to train (use_blr_layers), made with scale buffers
-  // (make_blr_layer); `teacher` is a dense model with the same vocabulary,
-  // or null when every step reads the teacher from a cache (set_teacher_cache
-  // before the first step). `batch` is the shape of every step. Throws
-  // vkblr::Error naming the value for a student without blr layers, a
-  // vocabulary mismatch, a bad batch or setting.
+  // (make_blr_layer); `teacher` is a dense model with the same vocabulary
+  // (its head gives the teacher's logits; its forward runs in every step
+  // unless set_teacher_cache is given). `batch` is the shape of every step.
+  // Throws vkblr::Error naming the value for a student without blr layers,
+  // a vocabulary mismatch, a bad batch or setting.
   LlamaTrainer(Context& ctx, const io::LlamaConfig& student_config, LlamaWeights& student,
-               const io::LlamaConfig& teacher_config, const LlamaWeights* teacher, const LlamaBatch& batch,
+               const io::LlamaConfig& teacher_config, const LlamaWeights& teacher, const LlamaBatch& batch,
                const LlamaTrainConfig& config);
   ~LlamaTrainer();
   LlamaTrainer(const LlamaTrainer&) = delete;
   LlamaTrainer& operator=(const LlamaTrainer&) = delete;
 
   // The teacher's final hidden states come from rows of `hidden` f32
-  // [rows][teacher hidden] (borrowed; it must outlive the trainer): a step
-  // gathers row rows[t] for token t. Call before the first step; the step
-  // graph is recorded anew.
+  // [rows][teacher hidden] (borrowed; it must outlive the trainer; rows ·
+  // teacher hidden below 2^32): a step gathers row rows[t] for token t
+  // instead of running the teacher's forward. The graphs are recorded anew.
   void set_teacher_cache(const Buffer& hidden, std::uint64_t rows);
 
   // One step on ids (u32 [tokens], sequence after sequence; each < vocab,
