@@ -333,7 +333,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   TrainProgress prog;
   const std::uint64_t rows = std::uint64_t{windows.count} * context;
   const std::uint64_t cache_bytes = rows * config.hidden_size * 4;
-  const bool cache_fits_range = cache_bytes <= ctx.caps().max_storage_buffer_range && rows < (1ull << 32);
+  const bool cache_fits_range = cache_bytes <= ctx.caps().max_storage_buffer_range && cache_bytes / 4 < (1ull << 32);
   const bool use_cache =
       o.teacher == TeacherMode::cache ||
       (o.teacher == TeacherMode::automatic && cache_fits_range &&
@@ -377,7 +377,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   tc.temperature = o.temperature;
   tc.split = parts > 1;
   tc.tokens_per_step = parts > 1 ? o.batch * context : 0;
-  model::LlamaTrainer trainer(ctx, config, student, config, use_cache ? nullptr : &teacher, micro, tc);
+  model::LlamaTrainer trainer(ctx, config, student, config, teacher, micro, tc);
   if (use_cache) trainer.set_teacher_cache(cache, rows);
   const std::uint32_t eval_every = o.eval_every ? o.eval_every : std::max<std::uint32_t>(1, o.steps / 10);
   const bool keyed = o.checkpoint_every > 0 || !o.resume.empty() || ranks.size() > 1;
