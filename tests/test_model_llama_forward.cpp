@@ -1,7 +1,7 @@
 // The dense Llama forward on the engine (vkblr/model/llama_forward.hpp),
-// from a Hugging Face checkpoint written to disk, against an f64 host
-// model written out op by op as Hugging Face's LlamaForCausalLM computes
-// it (the GEMM inputs rounded to f16 where the engine stages them); the
+// from a Hugging Face checkpoint written to disk, against the f64 host
+// model (support/llama_model_ref.hpp: Hugging Face's LlamaForCausalLM op
+// by op, the GEMM inputs rounded to f16 where the engine stages them); the
 // same bits run after run and in a replayed graph; bad batches and models
 // the engine cannot run refused. The held-out measure's windows
 // (vkblr/model/held_out.hpp): every target scored once.
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <format>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -19,6 +18,7 @@
 #include "support/fit_files.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
+#include "support/llama_model_ref.hpp"
 #include "vkblr/half.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
 #include "vkblr/model/held_out.hpp"
@@ -72,111 +72,6 @@ void write_checkpoint(const vkt::TempDir& dir, const Json& config,
   writer.write(dir.file("model.safetensors"));
 }
 
-using Rows = std::vector<double>;  // [tokens][features]
-
-double f16_round(double v) { return f16_to_f32(f32_to_f16(static_cast<float>(v))); }
-
-// y[t][n] = stage(x[t]) · W[n]ᵀ, stage = rounding to f32 then f16 (the GEMM's input).
-Rows linear_ref(const Rows& x, const std::vector<float>& w, std::size_t tokens, std::size_t n, std::size_t k) {
-  Rows y(tokens * n, 0.0);
-  for (std::size_t t = 0; t < tokens; ++t) {
-    for (std::size_t o = 0; o < n; ++o) {
-      double s = 0;
-      for (std::size_t i = 0; i < k; ++i) s += f16_round(x[t * k + i]) * w[o * k + i];
-      y[t * n + o] = s;
-    }
-  }
-  return y;
-}
-
-Rows rmsnorm_ref(const Rows& x, const std::vector<float>& w, std::size_t tokens, std::size_t hidden, double eps) {
-  Rows y(x.size());
-  for (std::size_t t = 0; t < tokens; ++t) {
-    double ss = 0;
-    for (std::size_t i = 0; i < hidden; ++i) ss += x[t * hidden + i] * x[t * hidden + i];
-    const double inv = 1.0 / std::sqrt(ss / double(hidden) + eps);
-    for (std::size_t i = 0; i < hidden; ++i) y[t * hidden + i] = x[t * hidden + i] * inv * w[i];
-  }
-  return y;
-}
-
-// Hugging Face's rotate_half: pairs (i, i + d/2) turned by pos · θ^(−2i/d).
-void rope_ref(Rows& x, std::size_t tokens, std::size_t heads, std::size_t d, std::size_t seq, double theta) {
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const double pos = double(t % seq);
-    for (std::size_t h = 0; h < heads; ++h) {
-      double* r = &x[(t * heads + h) * d];
-      for (std::size_t i = 0; i < d / 2; ++i) {
-        const double angle = pos * std::pow(theta, -2.0 * double(i) / double(d));
-        const double a = r[i], b = r[i + d / 2];
-        r[i] = a * std::cos(angle) - b * std::sin(angle);
-        r[i + d / 2] = b * std::cos(angle) + a * std::sin(angle);
-      }
-    }
-  }
-}
-
-// Causal attention per sequence; query head h reads kv head h / (heads / kv).
-Rows attention_ref(const Rows& q, const Rows& k, const Rows& v, std::size_t sequences, std::size_t seq,
-                   std::size_t heads, std::size_t kv, std::size_t d) {
-  Rows o(q.size(), 0.0);
-  const double scale = 1.0 / std::sqrt(double(d));
-  for (std::size_t s = 0; s < sequences; ++s) {
-    for (std::size_t h = 0; h < heads; ++h) {
-      const std::size_t g = h / (heads / kv);
-      for (std::size_t i = 0; i < seq; ++i) {
-        const std::size_t ti = s * seq + i;
-        std::vector<double> p(i + 1);
-        double top = -INFINITY;
-        for (std::size_t j = 0; j <= i; ++j) {
-          const std::size_t tj = s * seq + j;
-          double dot = 0;
-          for (std::size_t c = 0; c < d; ++c) dot += q[(ti * heads + h) * d + c] * k[(tj * kv + g) * d + c];
-          p[j] = dot * scale;
-          top = std::max(top, p[j]);
-        }
-        double sum = 0;
-        for (double& x : p) sum += (x = std::exp(x - top));
-        for (std::size_t j = 0; j <= i; ++j) {
-          const std::size_t tj = s * seq + j;
-          for (std::size_t c = 0; c < d; ++c) o[(ti * heads + h) * d + c] += p[j] / sum * v[(tj * kv + g) * d + c];
-        }
-      }
-    }
-  }
-  return o;
-}
-
-Rows llama_forward_ref(const io::LlamaConfig& c, const std::map<std::string, std::vector<float>>& w,
-                       const std::vector<std::uint32_t>& ids, std::size_t sequences, std::size_t seq) {
-  const std::size_t t = ids.size(), hd = c.hidden_size, in = c.intermediate_size, d = c.head_dim;
-  const std::size_t hq = c.num_attention_heads, hkv = c.num_key_value_heads;
-  Rows x(t * hd);
-  for (std::size_t i = 0; i < t; ++i) {
-    for (std::size_t j = 0; j < hd; ++j) x[i * hd + j] = w.at("model.embed_tokens.weight")[ids[i] * hd + j];
-  }
-  for (std::uint32_t b = 0; b < c.num_hidden_layers; ++b) {
-    const std::string p = std::format("model.layers.{}.", b);
-    Rows h = rmsnorm_ref(x, w.at(p + "input_layernorm.weight"), t, hd, c.rms_norm_eps);
-    Rows q = linear_ref(h, w.at(p + "self_attn.q_proj.weight"), t, hq * d, hd);
-    Rows k = linear_ref(h, w.at(p + "self_attn.k_proj.weight"), t, hkv * d, hd);
-    const Rows v = linear_ref(h, w.at(p + "self_attn.v_proj.weight"), t, hkv * d, hd);
-    rope_ref(q, t, hq, d, seq, c.rope_theta);
-    rope_ref(k, t, hkv, d, seq, c.rope_theta);
-    const Rows a = attention_ref(q, k, v, sequences, seq, hq, hkv, d);
-    const Rows o = linear_ref(a, w.at(p + "self_attn.o_proj.weight"), t, hd, hq * d);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] += o[i];
-    h = rmsnorm_ref(x, w.at(p + "post_attention_layernorm.weight"), t, hd, c.rms_norm_eps);
-    const Rows g = linear_ref(h, w.at(p + "mlp.gate_proj.weight"), t, in, hd);
-    const Rows u = linear_ref(h, w.at(p + "mlp.up_proj.weight"), t, in, hd);
-    Rows act(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-    const Rows down = linear_ref(act, w.at(p + "mlp.down_proj.weight"), t, hd, in);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] += down[i];
-  }
-  return rmsnorm_ref(x, w.at("model.norm.weight"), t, hd, c.rms_norm_eps);
-}
-
 std::vector<std::uint32_t> random_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
   std::vector<std::uint32_t> ids = vkt::random_words(n, seed);
   for (auto& id : ids) id %= vocab;
@@ -205,6 +100,7 @@ GPU_TEST("llama forward: a checkpoint's final hidden states match the f64 model"
   const io::LlamaCheckpoint checkpoint(dir.path());
   const model::LlamaWeights w = model::upload_dense_llama(ctx, checkpoint);
   model::LlamaForward forward(ctx, c, {3, 32});
+  const vkt::HostLlama host = vkt::host_llama_from_tensors(c, weights);
 
   // 2 sequences of 24 (the scratch holds 3 of 32), then 3 of 9: positions
   // restart at each sequence's first row.
@@ -212,7 +108,8 @@ GPU_TEST("llama forward: a checkpoint's final hidden states match the f64 model"
     CAPTURE(batch.sequences, batch.seq);
     const auto ids = random_ids(batch.tokens(), c.vocab_size, 7 + batch.seq);
     const std::vector<float> got = run_forward(ctx, forward, w, ids, batch);
-    const Rows want = llama_forward_ref(c, weights, ids, batch.sequences, batch.seq);
+    const std::vector<double> want =
+        vkt::host_llama_forward(host, ids, batch.sequences, batch.seq, vkt::Staging::f16).out;
     // The output rows are normalized (|values| around the norm's weight,
     // ~1). The engine stages the same f16 inputs as the reference except
     // where its f32 value and the reference's f64 one round to neighbouring

@@ -1,7 +1,8 @@
 // Optimizer ops: adam against a host replay of its f32 arithmetic, adam_cat
 // ≡ adam per parameter, AdamW (weight decay, f16/bf16 storage copies)
-// against an f64 reference over several live-scalar steps with the copies ≡
-// the host's rounding of the f32 master bit for bit, sumsq against the host
+// against the f64 reference (support/adam_ref.hpp) over several
+// live-scalar steps with the copies ≡ the host's rounding of the f32
+// master bit for bit, sumsq against the host
 // (bit for bit and in f64), sumsq_cat ≡ sumsq per parameter, non-finite
 // values through sumsq, and a Graph replayed with live step scalars ≡
 // separately recorded steps.
@@ -13,6 +14,7 @@
 #include <limits>
 #include <string>
 
+#include "support/adam_ref.hpp"
 #include "support/gpu.hpp"
 #include "support/host.hpp"
 #include "support/poisoned.hpp"
@@ -60,10 +62,6 @@ std::vector<float> random_mask(std::size_t n, std::uint64_t seed) {
   return m;
 }
 
-double ulp(float x) {
-  return std::nextafter(std::abs(x), std::numeric_limits<float>::infinity()) - std::abs(x);
-}
-
 // adam.comp's arithmetic on every entry, in f32 and in its order (GCC
 // targets x86-64 without FMA here, so nothing is contracted either), with
 // o.lr and o.step. floors: per entry (null: `floor` for all); mask: null =
@@ -92,7 +90,7 @@ void host_adam(HostAdam& s, const ops::AdamOptions& o, const float* mask, const 
     const float before = s.w[i];
     s.w[i] = f > 0.0f ? before - step_size * std::max(std::abs(before), f) : before - step_size;
     const double moved = std::abs(double(s.w[i]) - before);
-    s.slack[i] += 2 * ulp(std::max(std::abs(before), std::abs(s.w[i]))) + std::ldexp(moved, -11);
+    s.slack[i] += 2 * vkt::f32_ulp(std::max(std::abs(before), std::abs(s.w[i]))) + std::ldexp(moved, -11);
   }
 }
 
@@ -252,6 +250,12 @@ GPU_TEST("adam_cat equals adam per parameter bit for bit (masks and floors)", "[
   CHECK(vkt::count_bit_diffs(dcat.m1.download<float>(), want.m1) == 0);
   double worst = 0;
   CHECK(weights_outside(dcat.w.download<float>(), want, &worst) == 0);
+  // and against the f64 reference, relative steps included
+  vkt::AdamRef ref = vkt::adam_ref_from(cat.w, cat.m1, cat.m2);
+  const std::vector<double> g64(cat.g.begin(), cat.g.end());
+  for (std::uint32_t step = 1; step <= 2; ++step) vkt::adam_ref_step(ref, g64, o, o.lr, step, cat_mask, cat_floor);
+  CHECK(vkt::entries_outside(dcat.w.download<float>(), ref.w, ref.w_tol) == 0);
+  CHECK(vkt::entries_outside(dcat.m2.download<float>(), ref.m2, ref.m2_tol) == 0);
 }
 
 GPU_TEST("a Graph replayed with live step scalars equals separately recorded adam steps", "[ops][recorder]") {
@@ -315,67 +319,6 @@ GPU_TEST("a Graph replayed with live step scalars equals separately recorded ada
 
 namespace {
 
-// AdamW in f64 on the host, the op's formula with its f32 hyperparameters
-// taken exactly, and per entry the error the device's f32 values may carry:
-// each f32 rounding of the moments adds 2^-24 of the terms' magnitudes (and
-// the earlier error shrinks by β); each step adds to the weight's error the
-// moment errors' effect (through m/√v), 4 ulp of the weight (the decay's
-// three roundings, the step's subtraction) and 2^-11 of the step's size
-// (pow, the division and the square root, which Vulkan does not round
-// exactly: see host_adam).
-struct Adam64 {
-  std::vector<double> w, m1, m2;
-  std::vector<double> w_tol, m1_tol, m2_tol;
-};
-
-Adam64 adam64_from(const HostAdam& s) {
-  const std::size_t n = s.w.size();
-  Adam64 a{std::vector<double>(s.w.begin(), s.w.end()), std::vector<double>(s.m1.begin(), s.m1.end()),
-           std::vector<double>(s.m2.begin(), s.m2.end()), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
-           std::vector<double>(n, 0.0)};
-  return a;
-}
-
-void adamw64(Adam64& a, const std::vector<float>& g, const ops::AdamOptions& o, float lr, std::uint32_t step,
-             const float* mask) {
-  const double b1 = o.beta1, b2 = o.beta2, t = step;
-  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
-  const double u = std::ldexp(1.0, -24);
-  for (std::size_t i = 0; i < a.w.size(); ++i) {
-    if (mask && mask[i] == 0.0f) continue;
-    const double gi = double(g[i]) * o.grad_scale;
-    const double m = b1 * a.m1[i] + (1.0 - b1) * gi;
-    const double v = b2 * a.m2[i] + (1.0 - b2) * gi * gi;
-    a.m1_tol[i] = b1 * a.m1_tol[i] + 3 * u * (std::abs(b1 * a.m1[i]) + std::abs((1.0 - b1) * gi));
-    a.m2_tol[i] = b2 * a.m2_tol[i] + 4 * u * (std::abs(b2 * a.m2[i]) + std::abs((1.0 - b2) * gi * gi));
-    a.m1[i] = m;
-    a.m2[i] = v;
-    const double denom = std::sqrt(v / c2) + o.eps;
-    const double s = double(lr) * (m / c1) / denom;
-    // the moments' errors through s = lr·m̂/(√v̂ + ε): ∂s/∂m·δm + ∂s/∂v·δv
-    const double ds = double(lr) / c1 / denom * a.m1_tol[i] +
-                      std::abs(s) / denom * (v > 0 ? 0.5 / std::sqrt(v * c2) : 0.0) * a.m2_tol[i];
-    const double before = a.w[i];
-    const double decayed = before * (1.0 - double(lr) * o.weight_decay);
-    a.w[i] = decayed - s;
-    a.w_tol[i] += ds + 4 * ulp(static_cast<float>(std::max(std::abs(before), std::abs(a.w[i])))) +
-                  std::ldexp(std::abs(s), -11);
-  }
-}
-
-// Entries of `got` farther from `want` than `tol`; `worst` the largest error
-// as a fraction of its tolerance.
-std::size_t outside(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& tol,
-                    double* worst) {
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double err = std::abs(double(got[i]) - want[i]);
-    bad += !(err <= tol[i]);
-    if (tol[i] > 0) *worst = std::max(*worst, err / tol[i]);
-  }
-  return bad;
-}
-
 // The host's rounding of every element: f16 or bf16 bits.
 std::vector<std::uint16_t> rounded(const std::vector<float>& w, ops::CopyType type) {
   std::vector<std::uint16_t> out(w.size());
@@ -426,11 +369,12 @@ GPU_TEST("adamw matches an f64 reference over live-scalar steps; its copies are 
   }
   Graph graph = rec.finish();
   auto lr_of = [](std::uint32_t step) { return 1e-2f / static_cast<float>(step); };
-  Adam64 want = adam64_from(start);
+  const std::vector<double> g64(start.g.begin(), start.g.end());
+  vkt::AdamRef want = vkt::adam_ref_from(start.w, start.m1, start.m2);
   for (std::uint32_t step = 1; step <= 5; ++step) {
     ops::write_live_scalars(scalars, word, lr_of(step), step);
     graph.run();
-    adamw64(want, start.g, o, lr_of(step), step, mask.data());
+    vkt::adam_ref_step(want, g64, o, lr_of(step), step, mask);
   }
   const auto w0 = runs[0].dev.w.download<std::uint32_t>();
   for (const Run& r : runs) {
@@ -438,9 +382,9 @@ GPU_TEST("adamw matches an f64 reference over live-scalar steps; its copies are 
                                                          : ", no copy"));
     const auto w = r.dev.w.download<float>(), m1 = r.dev.m1.download<float>(), m2 = r.dev.m2.download<float>();
     double worst = 0;
-    CHECK(outside(m1, want.m1, want.m1_tol, &worst) == 0);
-    CHECK(outside(m2, want.m2, want.m2_tol, &worst) == 0);
-    CHECK(outside(w, want.w, want.w_tol, &worst) == 0);
+    CHECK(vkt::entries_outside(m1, want.m1, want.m1_tol, &worst) == 0);
+    CHECK(vkt::entries_outside(m2, want.m2, want.m2_tol, &worst) == 0);
+    CHECK(vkt::entries_outside(w, want.w, want.w_tol, &worst) == 0);
     INFO("worst error: " << worst << " of its tolerance");
     CHECK(worst > 0);
     // every variant computes the same master bits; frozen entries untouched
@@ -454,10 +398,10 @@ GPU_TEST("adamw matches an f64 reference over live-scalar steps; its copies are 
     if (r.has_copy) CHECK(vkt::count_bit_diffs(r.copy.download<std::uint16_t>(n), rounded(w, r.type)) == 0);
   }
   // the decay moved the weights: without it they differ
-  Adam64 plain = adam64_from(start);
+  vkt::AdamRef plain = vkt::adam_ref_from(start.w, start.m1, start.m2);
   ops::AdamOptions no_decay = o;
   no_decay.weight_decay = 0.0f;
-  for (std::uint32_t step = 1; step <= 5; ++step) adamw64(plain, start.g, no_decay, lr_of(step), step, mask.data());
+  for (std::uint32_t step = 1; step <= 5; ++step) vkt::adam_ref_step(plain, g64, no_decay, lr_of(step), step, mask);
   std::size_t decayed = 0;
   const auto w = runs[0].dev.w.download<float>();
   for (std::size_t i = 0; i < n; ++i) decayed += std::abs(w[i] - plain.w[i]) > 10 * want.w_tol[i];

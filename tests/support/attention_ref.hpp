@@ -54,12 +54,15 @@ AttentionRef attention_reference(const AttentionDims& a, const std::vector<T>& q
     for (std::uint32_t h = 0; h < a.heads; ++h) {
       const std::uint32_t g = h / group;
       for (std::uint32_t i = 0; i < a.seq; ++i) {
+        // raw pointers in the inner loops: the suite's Debug builds do not
+        // inline operator[], and finite differences call this many times
         const std::size_t qrow = (row0 + i) * qs + std::size_t{h} * d_len;
+        const T* qp = q.data() + qrow;
         double m = -INFINITY;
         for (std::uint32_t j = 0; j <= i; ++j) {
-          const std::size_t krow = (row0 + j) * ks + std::size_t{g} * d_len;
+          const T* kp = k.data() + (row0 + j) * ks + std::size_t{g} * d_len;
           double dot = 0;
-          for (std::uint32_t d = 0; d < d_len; ++d) dot += static_cast<double>(q[qrow + d]) * k[krow + d];
+          for (std::uint32_t d = 0; d < d_len; ++d) dot += static_cast<double>(qp[d]) * kp[d];
           s[j] = scale * dot;
           m = std::max(m, s[j]);
         }
@@ -67,26 +70,30 @@ AttentionRef attention_reference(const AttentionDims& a, const std::vector<T>& q
         for (std::uint32_t j = 0; j <= i; ++j) l += std::exp(s[j] - m);
         for (std::uint32_t j = 0; j <= i; ++j) s[j] = std::exp(s[j] - m) / l;  // p
         r.lse[(row0 + i) * a.heads + h] = m + std::log(l);
+        double* op = r.o.data() + qrow;
         for (std::uint32_t j = 0; j <= i; ++j) {
-          const std::size_t vrow = (row0 + j) * ks + std::size_t{g} * d_len;
-          for (std::uint32_t d = 0; d < d_len; ++d) r.o[qrow + d] += s[j] * v[vrow + d];
+          const T* vp = v.data() + (row0 + j) * ks + std::size_t{g} * d_len;
+          for (std::uint32_t d = 0; d < d_len; ++d) op[d] += s[j] * vp[d];
         }
         if (!dout) continue;
         double delta = 0;
+        const T* dop = dout->data() + qrow;
         for (std::uint32_t j = 0; j <= i; ++j) {
-          const std::size_t vrow = (row0 + j) * ks + std::size_t{g} * d_len;
+          const T* vp = v.data() + (row0 + j) * ks + std::size_t{g} * d_len;
           double dot = 0;
-          for (std::uint32_t d = 0; d < d_len; ++d) dot += static_cast<double>((*dout)[qrow + d]) * v[vrow + d];
+          for (std::uint32_t d = 0; d < d_len; ++d) dot += static_cast<double>(dop[d]) * vp[d];
           dp[j] = dot;
           delta += s[j] * dot;
         }
         for (std::uint32_t j = 0; j <= i; ++j) {
           const double ds = s[j] * (dp[j] - delta);
           const std::size_t krow = (row0 + j) * ks + std::size_t{g} * d_len;
+          const T* kp = k.data() + krow;
+          double *dqp = r.dq.data() + qrow, *dkp = r.dk.data() + krow, *dvp = r.dv.data() + krow;
           for (std::uint32_t d = 0; d < d_len; ++d) {
-            r.dq[qrow + d] += scale * ds * k[krow + d];
-            r.dk[krow + d] += scale * ds * q[qrow + d];
-            r.dv[krow + d] += s[j] * (*dout)[qrow + d];
+            dqp[d] += scale * ds * kp[d];
+            dkp[d] += scale * ds * qp[d];
+            dvp[d] += s[j] * dop[d];
           }
         }
       }

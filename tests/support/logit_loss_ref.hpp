@@ -43,9 +43,11 @@ struct LossReference {
 // Logits of token t: z[v] = h_t · w_v.
 inline std::vector<double> ref_logits(const LossSide& s, std::uint32_t t, std::uint32_t vocab) {
   std::vector<double> z(vocab);
+  const double* h = s.h.data() + std::size_t{t} * s.hidden;  // pointers: fast in Debug builds too
   for (std::uint32_t v = 0; v < vocab; ++v) {
+    const double* w = s.w.data() + std::size_t{v} * s.hidden;
     double acc = 0;
-    for (std::uint32_t k = 0; k < s.hidden; ++k) acc += s.h[std::size_t{t} * s.hidden + k] * s.w[std::size_t{v} * s.hidden + k];
+    for (std::uint32_t k = 0; k < s.hidden; ++k) acc += h[k] * w[k];
     z[v] = acc;
   }
   return z;
@@ -65,12 +67,16 @@ inline double ref_softmax(std::vector<double>& z) {
 inline void ref_backprop(const LossSide& s, std::uint32_t t, const std::vector<double>& dz, double scale,
                          LossReference& r) {
   const std::uint32_t H = s.hidden;
+  const double* h = s.h.data() + std::size_t{t} * H;
+  double* dh = r.dh.data() + std::size_t{t} * H;
   for (std::size_t v = 0; v < dz.size(); ++v) {
     const double g = dz[v] * scale;
     if (g == 0) continue;
+    const double* w = s.w.data() + v * H;
+    double* dw = r.dw.data() + v * H;
     for (std::uint32_t k = 0; k < H; ++k) {
-      r.dh[std::size_t{t} * H + k] += g * s.w[v * H + k];
-      r.dw[v * H + k] += g * s.h[std::size_t{t} * H + k];
+      dh[k] += g * w[k];
+      dw[k] += g * h[k];
     }
   }
 }

@@ -13,6 +13,8 @@
 //   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
 //                    [--reps N] [--warmup N]
 //   vkblr-bench adamw [--n N]... [--copy none|f16|bf16] [--decay L] [--cat] [--reps N] [--warmup N]
+//   vkblr-bench model [--case MODEL,SEQSxSEQ[,keep|recompute]]... [--bpw B] [--paths P] [--live-teacher]
+//                     [--steps N] [--warmup N]
 //   --json (before the subcommand): the results as JSON on stdout, with the
 //          device, driver and the context's GEMM policy they were taken under
 //
@@ -21,7 +23,8 @@
 // median over reps of the GPU time is reported (docs/benchmarks.md).
 // `train` times BlrTrainer's replayed steps by wall clock (train_bench.hpp);
 // `loss` a whole loss step by both (loss_bench.hpp); `adamw` one optimizer
-// step's GB/s (adamw_bench.hpp).
+// step's GB/s (adamw_bench.hpp); `model` whole-model distillation steps by
+// wall clock (model_bench.hpp).
 //
 // Sizes are unsigned decimal numbers within the op's rules (bench_args.hpp,
 // layer_case.hpp), checked before any device work. A case whose buffers
@@ -44,6 +47,7 @@
 #include "gemm_bench.hpp"
 #include "gemm_f32_bench.hpp"
 #include "loss_bench.hpp"
+#include "model_bench.hpp"
 #include "rows_bench.hpp"
 #include "train_bench.hpp"
 
@@ -211,6 +215,21 @@ int main(int argc, char** argv) {
   adamw->add_option("--reps", wopt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
   adamw->add_option("--warmup", wopt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
 
+  CLI::App* model = app.add_subcommand(
+      "model", "whole-model distillation steps (LlamaTrainer) on a random model with blr projections: tokens/s");
+  std::vector<std::string> model_cases;
+  bench::ModelBenchOptions mopt;
+  model->add_option("--case", model_cases,
+                    "MODEL,SEQUENCESxSEQ[,keep|recompute], MODEL ref|qwen0.5b|llama8b (repeatable; default: "
+                    "ref,8x1024 and qwen0.5b,1x4096, keep and recompute)")
+      ->check(strict(bench::parse_model_case, "MODEL,SEQUENCESxSEQ[,keep|recompute]"));
+  model->add_option("--bpw", mopt.bpw, "bits per weight of every projection (the rank for it)")
+      ->check(CLI::Range(0.1, 16.0));
+  model->add_option("--paths", mopt.paths, "paths per blr layer")->check(CLI::Range(1u, 8u));
+  model->add_flag("--live-teacher", mopt.live_teacher, "run the teacher's forward in every step (no cache)");
+  model->add_option("--steps", mopt.steps, "timed steps (>= 3)")->check(CLI::Range(3u, 100000u));
+  model->add_option("--warmup", mopt.warmup, "untimed steps first")->check(CLI::Range(0u, 100000u));
+
   try {
     app.parse(argc, argv);
     if (shapes.empty()) shapes = {"4096x3584x1024", "4096x1024x3584", "3584x1024x4096", "4096x6144x1024"};
@@ -247,6 +266,10 @@ int main(int argc, char** argv) {
     for (const auto& s : loss_slices) lopt.slices.push_back(bench::parse_loss_slice(s));
     if (adamw_sizes.empty()) adamw_sizes = {"139264", "1048576", "136134656", "525336576"};
     for (const auto& n : adamw_sizes) wopt.sizes.push_back(bench::parse_adamw_size(n));
+    if (model_cases.empty()) {
+      model_cases = {"ref,8x1024,keep", "ref,8x1024,recompute", "qwen0.5b,1x4096,keep", "qwen0.5b,1x4096,recompute"};
+    }
+    for (const auto& c : model_cases) mopt.cases.push_back(bench::parse_model_case(c));
     if (adamw_copy == "f16") wopt.copy = vkblr::ops::CopyType::f16;
     if (adamw_copy == "bf16") wopt.copy = vkblr::ops::CopyType::bf16;
   } catch (const CLI::ParseError& e) {
@@ -312,6 +335,10 @@ int main(int argc, char** argv) {
     if (adamw->parsed()) {
       wopt.quiet = json;
       add("adamw", bench::run_adamw_bench(ctx, wopt));
+    }
+    if (model->parsed()) {
+      mopt.quiet = json;
+      add("model", bench::run_model_bench(ctx, mopt));
     }
     if (json) std::printf("%s\n", report.dump(1).c_str());
     if (validate) {
