@@ -15,7 +15,9 @@ curve has its points at the eval steps with their token counts, starts
 from the blr file's figure and ends below it; a run resumed from the
 checkpoint of step 3 writes the same model file, byte for byte, and the
 same curve as the uninterrupted run; with mpirun given, 2 ranks write the
-model file of one process with --micro-batches 2; bad inputs are refused
+model file of one process with --micro-batches 2; started from vkblr-fit's
+Dual-SVID init of the checkpoint (--init dual-svid) instead of a file, it
+trains and writes what evaluate.py measures too; bad inputs are refused
 with their messages (a token past the vocabulary by its row and column,
 windows of another length, a float token file, a stream without
 --windows, a blr file of another model, a config vkblr does not run, a
@@ -55,7 +57,8 @@ def train(out, *extra, expect_rc=0, launcher=()):
              "--held-out": HELD_OUT, "--held-out-bytes": HELD_OUT_BYTES, "--out": os.path.join(WORK, out),
              "--steps": STEPS, "--batch": BATCH, "--eval-every": EVERY, "--lr": "3e-3", "--warmup": "2"}
     flags.update(zip(extra[::2], extra[1::2]))
-    return run([*launcher, TRAIN, *[x for pair in flags.items() for x in pair]], expect_rc=expect_rc)
+    return run([*launcher, TRAIN, *[x for pair in flags.items() if pair[1] is not None for x in pair]],
+               expect_rc=expect_rc)
 
 
 def load_json(path):
@@ -124,6 +127,19 @@ def test_the_model_file_is_what_evaluate_py_measures():
     check(relative < 1e-4, f"loss {got['loss_nats']} against {want['loss_nats']}")
 
 
+def test_a_dual_svid_start():
+    # --init dual-svid: vkblr-fit's init of every projection from the checkpoint itself, then the same training
+    train("dsvid", "--init", "dual-svid", "--rank", "32", "--blr", None, "--steps", "4", "--eval-every", "4")
+    r = load_json("dsvid/report.json")
+    check(r["settings"]["init"] == "dual-svid" and r["bits"] == load_json("run/report.json")["bits"],
+          f"settings {r['settings']['init']}, bits {r['bits']}")
+    check(r["final"]["perplexity"] < r["init"]["perplexity"], "no progress from the Dual-SVID start")
+    tool("tools/model/evaluate.py", "--model", REF, "--corpus", CORPUS, "--documents", "1", "--blr",
+         os.path.join(WORK, "dsvid", "blr.safetensors"), "--json", os.path.join(WORK, "evaluate_dsvid.json"))
+    want = load_json("evaluate_dsvid.json")["blr"]["loss_nats"]
+    check(abs(r["final"]["loss_nats"] - want) < 1e-4 * want, f"loss {r['final']['loss_nats']} against {want}")
+
+
 def test_resume_is_the_uninterrupted_run():
     check(read("resumed/blr.safetensors") == read("run/blr.safetensors"), "the resumed run's model file differs")
     a, b = load_json("run/report.json"), load_json("resumed/report.json")
@@ -136,8 +152,9 @@ def test_ranks_are_one_process_with_micro_batches():
     if "mpirun" not in args.tool:
         print("      (no mpirun given: not run)")
         return
-    train("micro", "--micro-batches", "2")
-    train("ranks", launcher=shlex.split(args.tool["mpirun"]))
+    short = ("--steps", "4", "--eval-every", "4")
+    train("micro", "--micro-batches", "2", *short)
+    train("ranks", *short, launcher=shlex.split(args.tool["mpirun"]))
     check(read("ranks/blr.safetensors") == read("micro/blr.safetensors"),
           "2 ranks and one process with 2 micro-batches wrote different model files")
     check(load_json("ranks/report.json")["curve"][-1]["loss_nats"] == load_json("micro/report.json")["curve"][-1]["loss_nats"],
@@ -192,6 +209,10 @@ def test_bad_inputs_are_refused():
     refusal(2, "--lr -1: want a learning rate in [0, 1]", "--lr", "-1")
     refusal(2, "--memory", "--memory", "most")
     refusal(2, "--prompt and --prompt-ids", "--sample", "4", "--prompt", "a", "--prompt-ids", "1,2")
+    refusal(2, "--blr and --init: give one of them", "--init", "dual-svid", "--rank", "32")
+    refusal(2, "--init dual-svid: give the layers' size, --bpw B or --rank R", "--init", "dual-svid", "--blr", None)
+    refusal(1, "layer model.layers.0.self_attn.q_proj.weight (64x64): --bpw 1: too low", "--init", "dual-svid",
+            "--bpw", "1", "--blr", None)
 
 
 setup()

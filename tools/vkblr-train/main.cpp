@@ -70,6 +70,12 @@ vkblr::train::TrainOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--model", o.model, "checkpoint directory (config.json + model.safetensors or index and shards): "
                                       "the teacher, and the student's dense parts");
   app.add_option("--blr", o.blr, "the initial blr layers: a vkblr-fit --manifest model file");
+  app.add_option("--init", o.init, "make the initial blr layers from the checkpoint instead of --blr: vkblr-fit's "
+                                    "Dual-SVID init of every projection of every block")
+      ->check(CLI::IsMember({"dual-svid"}));
+  app.add_option("--bpw", o.bpw, "--init: bits per weight of each layer (the rank by vkblr-fit's rule)");
+  app.add_option("--rank", o.rank, "--init: rank per path (a multiple of 32)");
+  app.add_option("--paths", o.paths, "--init: paths per layer")->check(CLI::Range(1u, 16u));
   app.add_option("--train", o.train, "training token ids, .npy: 1-D (a stream; --windows are drawn from it) or 2-D "
                                       "[windows][context] (exactly those windows)");
   app.add_option("--windows", o.windows, "windows of the context drawn from a 1-D --train stream (seeded)")

@@ -17,7 +17,16 @@ const char* to_string(TeacherMode mode) noexcept {
 
 void check_train_options(const TrainOptions& o) {
   require(!o.model.empty(), "--model: name the checkpoint directory (config.json + safetensors), the teacher");
-  require(!o.blr.empty(), "--blr: name the initial blr layers (a vkblr-fit --manifest model file)");
+  require(!o.blr.empty() || !o.init.empty(),
+          "--blr: name the initial blr layers (a vkblr-fit --manifest model file), or make them with --init dual-svid");
+  require(o.blr.empty() || o.init.empty(), "--blr and --init: give one of them (the layers to start from)");
+  require(o.init.empty() || o.bpw.has_value() != o.rank.has_value(),
+          "--init {}: give the layers' size, --bpw B or --rank R (one of them)", o.init);
+  require(!o.init.empty() || (!o.bpw && !o.rank), "--bpw and --rank go with --init (a --blr file has its ranks)");
+  require(!o.bpw || (std::isfinite(*o.bpw) && *o.bpw > 0), "--bpw {}: want a positive number of bits per weight",
+          o.bpw.value_or(0));
+  require(!o.rank || (*o.rank >= 32 && *o.rank % 32 == 0), "--rank {}: want a positive multiple of 32",
+          o.rank.value_or(0));
   require(!o.train.empty(), "--train: name the training token ids (.npy, 1-D stream or 2-D windows)");
   require(!o.held_out.empty(), "--held-out: name the held-out token stream (.npy, 1-D)");
   require(!o.out.empty(), "--out: name the output directory");

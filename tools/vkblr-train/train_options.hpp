@@ -19,7 +19,11 @@ const char* to_string(TeacherMode mode) noexcept;
 struct TrainOptions {
   // Inputs.
   std::string model;     // --model DIR: the teacher, and the student's dense parts
-  std::string blr;       // --blr FILE: the initial blr layers (vkblr-fit model file)
+  std::string blr;       // --blr FILE: the initial blr layers (vkblr-fit model file), or
+  std::string init;      // --init dual-svid: made from the checkpoint (dual_svid_start.hpp)
+  std::optional<double> bpw;          // --init's rank: by bits per weight, or
+  std::optional<std::uint32_t> rank;  // given
+  std::uint32_t paths = 2;            // --init's paths
   std::string train;     // --train FILE.npy: a 1-D stream or 2-D [windows][context]
   std::string held_out;  // --held-out FILE.npy: a 1-D stream
   std::optional<std::uint64_t> held_out_bytes;  // else tokens.json beside --held-out

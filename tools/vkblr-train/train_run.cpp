@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dual_svid_start.hpp"
 #include "sample.hpp"
 #include "token_windows.hpp"
 #include "train_checkpoint.hpp"
@@ -144,7 +145,9 @@ json resume_key(const TrainOptions& o, const std::string& model_xxh3, const Trai
                 std::uint64_t held_out_xxh3, std::uint64_t held_out_bytes, std::uint32_t parts, bool cache,
                 std::uint32_t eval_every) {
   return {{"model_xxh3", model_xxh3},
-          {"blr_xxh3", io::checksum_hex(file_checksum(o.blr))},
+          {"blr_xxh3", o.blr.empty() ? std::format("{} bpw {} rank {} paths {}", o.init, o.bpw.value_or(0),
+                                                   o.rank.value_or(0), o.paths)
+                                     : io::checksum_hex(file_checksum(o.blr))},
           {"train_xxh3", io::checksum_hex(windows.checksum)},
           {"windows", windows.count},
           {"context", windows.context},
@@ -168,6 +171,10 @@ json settings_json(const TrainOptions& o, std::uint32_t context, std::uint32_t e
                    bool cache, int ranks) {
   return {{"model", o.model},
           {"blr", o.blr},
+          {"init", o.init},
+          {"init_bpw", o.bpw ? json(*o.bpw) : json(nullptr)},
+          {"init_rank", o.rank ? json(*o.rank) : json(nullptr)},
+          {"init_paths", o.init.empty() ? json(nullptr) : json(o.paths)},
           {"train", o.train},
           {"held_out", o.held_out},
           {"context", context},
@@ -293,7 +300,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
             o.sample, prompt.size(), o.sample, context);
   }
   progress.update(1);
-  const io::BlrModel init_file = io::read_blr_model(o.blr);
+  io::BlrModel init_file = o.blr.empty() ? io::BlrModel{} : io::read_blr_model(o.blr);
   progress.update(2);
   const TrainWindows windows = load_train_windows(o.train, config.vocab_size, context, o.windows, o.seed);
   progress.update(3);
@@ -306,6 +313,16 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
           o.micro_batches);
   DataOrder order(windows.count, o.batch, o.seed);
   progress.update(4);
+  if (!o.init.empty()) {
+    progress.begin("init", 0, "layers");
+    init_file = dual_svid_start(ctx, checkpoint, {o.bpw, o.rank, o.paths, o.seed}, [&](std::size_t k, std::size_t n) {
+      progress.set_total(n);
+      progress.update(k);
+    });
+    progress.end();
+    progress.begin("load", 5, "inputs");
+    progress.update(4);
+  }
   model::LlamaWeights teacher = model::upload_dense_llama(ctx, checkpoint);
   model::LlamaWeights student = share_dense_parts(teacher);
   model::use_blr_layers(ctx, student, init_file);
@@ -402,8 +419,9 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
     progress.update(1);
     progress.end();
     progress.say(std::format("teacher: held-out perplexity {:.4f}, {:.4f} bits per byte; student at the start "
-                             "(blr file): {:.4f}, {:.4f}",
-                             prog.teacher.perplexity, prog.teacher.bits_per_byte, prog.init.perplexity,
+                             "({}): {:.4f}, {:.4f}",
+                             prog.teacher.perplexity, prog.teacher.bits_per_byte,
+                             o.blr.empty() ? "--init " + o.init : std::string("--blr"), prog.init.perplexity,
                              prog.init.bits_per_byte));
   }
 
