@@ -1,4 +1,4 @@
-#include "dual_svid_start.hpp"
+#include "vkblr-train/dual_svid_start.hpp"
 
 #include <span>
 #include <string>

@@ -26,23 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "train_options.hpp"
-#include "train_ranks.hpp"
-#include "train_run.hpp"
+#include "vkblr-train/train_options.hpp"
+#include "vkblr-train/train_ranks.hpp"
+#include "vkblr-train/train_run.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
 #include "vkblr/error.hpp"
 #ifdef VKBLR_TRAIN_MPI
-#include "train_mpi.hpp"
+#include "vkblr-train/train_mpi.hpp"
 #endif
-
-namespace vkblr::train {
-
-int LocalRanks::fail(std::string_view message) {
-  std::fprintf(stderr, "vkblr-train: %.*s\n", static_cast<int>(message.size()), message.data());
-  return 1;
-}
-
-}  // namespace vkblr::train
 
 namespace {
 

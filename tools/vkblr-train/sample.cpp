@@ -1,4 +1,4 @@
-#include "sample.hpp"
+#include "vkblr-train/sample.hpp"
 
 #include <algorithm>
 #include <cmath>

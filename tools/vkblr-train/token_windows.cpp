@@ -1,4 +1,4 @@
-#include "token_windows.hpp"
+#include "vkblr-train/token_windows.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "train_checkpoint.hpp"
+#include "vkblr-train/train_checkpoint.hpp"
 
 #include <set>
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "train_progress.hpp"
+#include "vkblr-train/train_progress.hpp"
 #include "vkblr/buffer.hpp"
 
 namespace vkblr::train {

@@ -1,4 +1,4 @@
-#include "train_mpi.hpp"
+#include "vkblr-train/train_mpi.hpp"
 
 #include <cstdio>
 #include <limits>

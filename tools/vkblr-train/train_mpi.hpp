@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "train_ranks.hpp"
+#include "vkblr-train/train_ranks.hpp"
 #include "vkblr/mpi.hpp"
 
 namespace vkblr::train {

@@ -1,4 +1,4 @@
-#include "train_options.hpp"
+#include "vkblr-train/train_options.hpp"
 
 #include <cmath>
 

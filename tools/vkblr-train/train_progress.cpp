@@ -1,4 +1,4 @@
-#include "train_progress.hpp"
+#include "vkblr-train/train_progress.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "train_run.hpp"
+#include "vkblr-train/train_run.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "dual_svid_start.hpp"
-#include "sample.hpp"
-#include "token_windows.hpp"
-#include "train_checkpoint.hpp"
-#include "train_progress.hpp"
+#include "vkblr-train/dual_svid_start.hpp"
+#include "vkblr-train/sample.hpp"
+#include "vkblr-train/token_windows.hpp"
+#include "vkblr-train/train_checkpoint.hpp"
+#include "vkblr-train/train_progress.hpp"
 #include "vkblr-fit/report/progress.hpp"
 #include "vkblr-fit/report/report.hpp"
 #include "vkblr-fit/report/stages.hpp"

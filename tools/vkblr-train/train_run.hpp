@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train_options.hpp"
-#include "train_ranks.hpp"
+#include "vkblr-train/train_options.hpp"
+#include "vkblr-train/train_ranks.hpp"
 #include "vkblr/context.hpp"
 
 namespace vkblr::train {
