@@ -1,6 +1,7 @@
 // vkblr-bench model: whole-model distillation steps per second.
 #include "model_bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <format>
@@ -91,18 +92,12 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
     try {
       const vkblr::io::LlamaConfig config = model_config(c.model);
       const vkblr::model::LlamaWeights teacher = vkblr::model::random_dense_llama(ctx, config, 1);
-      vkblr::model::LlamaWeights student = vkblr::model::random_dense_llama(ctx, config, 1);
-      vkblr::model::use_random_blr_layers(ctx, student, o.paths, o.bpw, 2);
-      res.weights_bytes = double(weights_bytes(teacher)) + double(weights_bytes(student));
       res.blr_layers = 7 * config.num_hidden_layers;
 
       const std::uint32_t tokens = c.batch.tokens();
       std::vector<std::uint32_t> ids(tokens), rows;
       std::mt19937 rng(3);
       for (std::uint32_t& id : ids) id = static_cast<std::uint32_t>(rng() % config.vocab_size);
-      vkblr::model::LlamaTrainConfig tc;
-      tc.memory = c.memory;
-      vkblr::model::LlamaTrainer trainer(ctx, config, student, config, teacher, c.batch, tc);
       vkblr::Buffer cache;
       if (!o.live_teacher) {
         cache = ctx.buffer(std::uint64_t{tokens} * config.hidden_size * 4, "bench.teacher_cache");
@@ -111,26 +106,49 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
         vkblr::Recorder rec(ctx);
         forward.record(rec, teacher, id_buffer, cache, c.batch);
         rec.run();
-        trainer.set_teacher_cache(cache, tokens);
         rows.resize(tokens);
         for (std::uint32_t t = 0; t < tokens; ++t) rows[t] = t;
       }
-      const auto step = [&] { return trainer.step(ids, rows, 1e-3f, 1e-3f); };
-      for (std::uint32_t s = 0; s < o.warmup; ++s) step();
+      vkblr::model::LlamaTrainConfig tc;
+      tc.memory = c.memory;
+      // `steps` steps of a trainer of a fresh student; each step's wall time
+      const auto run = [&](std::uint32_t warmup, std::uint32_t steps, std::vector<double>& ms) {
+        vkblr::model::LlamaWeights student = vkblr::model::random_dense_llama(ctx, config, 1);
+        vkblr::model::use_random_blr_layers(ctx, student, o.paths, o.bpw, 2);
+        res.weights_bytes = double(weights_bytes(teacher)) + double(weights_bytes(student));
+        vkblr::model::LlamaTrainer trainer(ctx, config, student, config, teacher, c.batch, tc);
+        if (!o.live_teacher) trainer.set_teacher_cache(cache, tokens);
+        const auto step = [&] { return trainer.step(ids, rows, 1e-3f, 1e-3f); };
+        for (std::uint32_t s = 0; s < warmup; ++s) step();
+        for (std::uint32_t s = 0; s < steps; ++s) {
+          const auto a = std::chrono::steady_clock::now();
+          const vkblr::model::LlamaStepResult r = step();
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+          if (s == 0) res.first_loss = r.loss;
+          res.last_loss = r.loss;
+        }
+        res.trainer_bytes = trainer.device_bytes();
+        res.activation_bytes = trainer.activation_bytes();
+      };
       std::vector<double> ms;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (std::uint32_t s = 0; s < o.steps; ++s) {
-        const auto a = std::chrono::steady_clock::now();
-        const vkblr::model::LlamaStepResult r = step();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-        if (s == 0) res.first_loss = r.loss;
-        res.last_loss = r.loss;
-      }
-      const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      run(o.warmup, o.steps, ms);
       res.step_wall = stats_of(ms);
+      // the steps' own time (the student's upload and the warm-up excluded)
+      double total = 0;
+      for (double m : ms) total += m * 1e-3;
       res.tokens_per_s = double(tokens) * o.steps / total;
-      res.trainer_bytes = trainer.device_bytes();
-      res.activation_bytes = trainer.activation_bytes();
+      if (o.profile) {
+        // a second trainer whose graphs carry GPU timestamps (recorded while
+        // the profiler is on): GPU time per dispatch name over 4 steps
+        vkblr::Profiler& prof = ctx.profiler();
+        prof.reset();
+        prof.enable(true);
+        std::vector<double> profiled;
+        run(1, 3, profiled);
+        prof.enable(false);
+        for (const auto& [name, total_] : prof.totals()) res.per_name_ms[name] = total_.total_us * 1e-3 / 4;
+        prof.reset();
+      }
     } catch (const std::exception& e) {  // vkblr::Error, or host memory
       res.error = e.what();
     }
@@ -170,6 +188,7 @@ nlohmann::json to_json(const ModelResult& r) {
   j["kl_first"] = r.first_loss;
   j["kl_last"] = r.last_loss;
   j["blr_layers"] = r.blr_layers;
+  if (!r.per_name_ms.empty()) j["per_name_ms"] = r.per_name_ms;
   return j;
 }
 

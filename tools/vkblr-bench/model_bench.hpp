@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct ModelBenchOptions {
   bool live_teacher = false;
   std::uint32_t warmup = 3;
   std::uint32_t steps = 20;  // timed
+  bool profile = false;      // then GPU time per dispatch name, from a second trainer
   bool quiet = false;
 };
 
@@ -53,6 +55,7 @@ struct ModelResult {
   std::uint64_t trainer_bytes = 0, activation_bytes = 0;
   double weights_bytes = 0;  // student and teacher, as uploaded
   std::uint32_t blr_layers = 0;
+  std::map<std::string, double> per_name_ms;  // --profile: GPU ms per step by dispatch name ("tag/name" too)
 };
 
 // The config of a named model shape; throws std::invalid_argument for
