@@ -14,7 +14,8 @@ relative: the engine stages the head to f16, evaluate.py runs f32); the
 curve has its points at the eval steps with their token counts, starts
 from the blr file's figure and ends below it; a run resumed from the
 checkpoint of step 3 writes the same model file, byte for byte, and the
-same curve as the uninterrupted run; with mpirun given, 2 ranks write the
+same curve as the uninterrupted run; so does a run with activations
+recomputed and the teacher run live in every step; with mpirun given, 2 ranks write the
 model file of one process with --micro-batches 2; started from vkblr-fit's
 Dual-SVID init of the checkpoint (--init dual-svid) instead of a file, it
 trains and writes what evaluate.py measures too; bad inputs are refused
@@ -146,6 +147,14 @@ def test_resume_is_the_uninterrupted_run():
     strip = [{k: v for k, v in p.items() if k != "train_s"} for p in a["curve"]]
     check(strip == [{k: v for k, v in p.items() if k != "train_s"} for p in b["curve"]], "the curves differ")
     check(a["loss"] == b["loss"] and a["init"] == b["init"] and a["teacher"] == b["teacher"], "losses or figures")
+
+
+def test_the_memory_plan_and_the_teacher_pass_change_no_bit():
+    # activations recomputed block by block and the teacher's forward in every step instead of its cache
+    train("live", "--memory", "recompute", "--teacher", "live")
+    check(read("live/blr.safetensors") == read("run/blr.safetensors"),
+          "--memory recompute --teacher live wrote another model file than keep with the cache")
+    check(not load_json("live/report.json")["teacher_pass"]["cache"], "the teacher was cached")
 
 
 def test_ranks_are_one_process_with_micro_batches():
