@@ -187,3 +187,30 @@ TEST_CASE("npy token ids: negative, huge, float, 2-D, empty and truncated files 
   CHECK_THAT(refusal(vkt::npy_bytes(1, dict("<u2", "(1,)"), raw(std::vector<std::uint16_t>{1, 2}))),
              ContainsSubstring("2 bytes follow the array's data"));
 }
+
+TEST_CASE("npy token arrays: a 1-D stream or 2-D rows, a bad id named by its row and column",
+          "[fit][model][errors]") {
+  vkt::TempDir dir;
+  const std::string path = dir.file("windows.npy");
+  const auto dict = [](const std::string& descr, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  const std::vector<std::int64_t> ids = {1, 2, 3, 4, 5, 6};
+  vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<i8", "(2, 3)"), raw(ids)));
+  const TokenArray rows = read_npy_token_array(path, 7);
+  CHECK(rows.shape == std::vector<std::uint64_t>{2, 3});
+  CHECK(rows.ids == std::vector<std::uint32_t>{1, 2, 3, 4, 5, 6});
+  CHECK_THAT(vkt::error_of([&] { read_npy_token_array(path, 5); }),
+             ContainsSubstring(path + ": token 4 (row 1, column 1) is 5, outside the vocabulary of 5 (0 to 4)"));
+  CHECK_THAT(vkt::error_of([&] { read_npy_token_ids(path, 7); }),
+             ContainsSubstring("the array is 2-D; token ids must be 1-D"));
+  vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u2", "(3,)"), raw(std::vector<std::uint16_t>{6, 0, 6})));
+  const TokenArray stream = read_npy_token_array(path, 7);
+  CHECK(stream.shape == std::vector<std::uint64_t>{3});
+  CHECK(stream.ids == std::vector<std::uint32_t>{6, 0, 6});
+  vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u2", "(2, 0)"), ""));
+  CHECK_THAT(vkt::error_of([&] { read_npy_token_array(path, 7); }), ContainsSubstring("no token ids (shape (2, 0))"));
+  vkt::write_raw_file(path, vkt::npy_bytes(1, dict("<u2", "(1, 1, 1)"), raw(std::vector<std::uint16_t>{1})));
+  CHECK_THAT(vkt::error_of([&] { read_npy_token_array(path, 7); }),
+             ContainsSubstring("the array is 3-D; token ids must be 1-D (a stream) or 2-D (rows of tokens)"));
+}

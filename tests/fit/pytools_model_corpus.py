@@ -17,7 +17,8 @@ file named; the tokenizer's JSON: GPT-2's byte table (a bijection, the
 printable bytes themselves), ids = bytes, no merges, <|endoftext|> = 256,
 and its pieces reproduce encode() on a text with non-ASCII characters;
 export_tokens.py's .npy files are split_stream's tokens, the same bytes
-every run, and its report counts them.
+every run, and its report counts them; its --train-windows file holds
+calibration_batches' windows, in order, for the seed given.
 """
 import hashlib
 import json
@@ -185,6 +186,31 @@ def test_the_token_files():
         check(data == open(os.path.join(WORK, "tokens2", f"{split}.npy"), "rb").read(), "two exports differ")
     run([sys.executable, export, "--corpus", os.path.join(WORK, "absent"), "--out", os.path.join(WORK, "t3")],
         expect_rc=1)
+
+
+def test_the_training_windows_file():
+    import numpy as np
+    import torch
+    from token_data import calibration_batches
+    export = os.path.join(REPO, "tools", "model", "export_tokens.py")
+    corpus = os.path.join(WORK, "c1")
+    for out, seed in (("windows1", "3"), ("windows2", "3"), ("windows3", "4")):
+        run([sys.executable, export, "--corpus", corpus, "--out", os.path.join(WORK, out), "--train-windows", "300",
+             "--context", "32", "--seed", seed])
+    path = os.path.join(WORK, "windows1", "train_windows.npy")
+    windows = np.load(path, allow_pickle=False)
+    want = torch.cat(calibration_batches(corpus, 300, 32, 3)).numpy()
+    check(windows.dtype == np.dtype("<u2") and windows.shape == (10, 32), f"{windows.dtype} {windows.shape}")
+    check(np.array_equal(windows, want), "train_windows.npy is not calibration_batches' windows in order")
+    entry = json.load(open(os.path.join(WORK, "windows1", "tokens.json")))["train_windows"]
+    data = open(path, "rb").read()
+    check(entry == {"file": "train_windows.npy", "windows": 10, "context": 32, "tokens": 300, "seed": 3,
+                    "sha256": hashlib.sha256(data).hexdigest()}, f"tokens.json train_windows {entry}")
+    check(data == open(os.path.join(WORK, "windows2", "train_windows.npy"), "rb").read(), "two exports differ")
+    check(data != open(os.path.join(WORK, "windows3", "train_windows.npy"), "rb").read(), "another seed, same windows")
+    p = run([sys.executable, export, "--corpus", corpus, "--out", os.path.join(WORK, "t4"), "--train-windows", "300"],
+            expect_rc=2)
+    check("--train-windows and --context go together" in p.stderr, p.stderr)
 
 
 main({name: f for name, f in globals().items() if name.startswith("test_")})

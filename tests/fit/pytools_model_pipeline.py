@@ -73,8 +73,8 @@ def load_json(path):
 def test_the_checkpoint_is_hugging_faces_llama():
     config = load_json("ref/config.json")
     want = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 272, "hidden_size": 64,
-            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "head_dim": 16, "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+            "head_dim": 32, "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
             "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
             "bos_token_id": 256, "eos_token_id": 256, "torch_dtype": "float32", "rope_scaling": None}
     for key, value in want.items():
@@ -107,9 +107,9 @@ def rms(x, w, eps=1e-5):
 
 
 def reference_logits(state, ids):
-    """Llama's forward in f64 from the state dict, head by head (toy sizes: 4 heads of 16, 2 kv heads)."""
+    """Llama's forward in f64 from the state dict, head by head (toy sizes: 2 heads of 32, 1 kv head)."""
     s = {k: v.double().numpy() for k, v in state.items()}
-    heads, kv_heads, d, t = 4, 2, 16, len(ids)
+    heads, kv_heads, d, t = 2, 1, 32, len(ids)
     x = s["model.embed_tokens.weight"][ids]
     inv = 10000.0 ** (-np.arange(0, d, 2) / d)
     angle = np.arange(t)[:, None] * inv[None, :]  # [t][d/2]: pair (i, i + d/2) turns by angle[:, i]
@@ -264,7 +264,7 @@ def test_bad_inputs_are_refused():
     with open(os.path.join(bad, "config.json"), "w") as f:
         json.dump({**config, "num_key_value_heads": 3}, f)
     p = tool("evaluate.py", "--model", bad, "--corpus", CORPUS, expect_rc=1)
-    check("config.json: num_attention_heads 4 is not a multiple of num_key_value_heads 3" in p.stderr, p.stderr)
+    check("config.json: num_attention_heads 2 is not a multiple of num_key_value_heads 3" in p.stderr, p.stderr)
     p = tool("evaluate.py", "--model", REF, "--corpus", CORPUS, "--blr", "oneshot/blr.safetensors", "--blr",
              "oneshot/blr.safetensors", expect_rc=1)
     check("is in an earlier --blr file too" in p.stderr, p.stderr)

@@ -275,17 +275,27 @@ Matrix read_npy_matrix(const std::string& path) {
 
 namespace vkblr::io {
 
-std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size) {
-  InputFile file(path);
-  const NpyLayout layout = parse_layout(file, kTokenWant);
-  require(layout.shape.size() == 1, "{}: the array is {}-D; token ids must be 1-D", path, layout.shape.size());
-  const std::uint64_t count = layout.shape[0];
-  require(count > 0, "{}: no token ids (shape (0,))", path);
+namespace {
+
+// The ids of a token file whose layout was parsed with kTokenWant: its
+// shape (1-D or 2-D, every side > 0) and data size checked, every id
+// converted and checked against the vocabulary.
+TokenArray read_tokens(InputFile& file, const NpyLayout& layout, std::uint32_t vocab_size) {
+  const std::string& path = file.path();
+  const auto& shape = layout.shape;
+  const bool matrix = shape.size() == 2;
+  const std::string shape_text = matrix ? std::format("({}, {})", shape[0], shape[1]) : std::format("({},)", shape[0]);
+  require(matrix ? shape[0] > 0 && shape[1] > 0 : shape[0] > 0, "{}: no token ids (shape {})", path, shape_text);
+  require(!matrix || shape[0] <= std::numeric_limits<std::uint64_t>::max() / shape[1], "{}: shape {} is too large",
+          path, shape_text);
+  const std::uint64_t count = matrix ? shape[0] * shape[1] : shape[0];
   const std::size_t item = item_bytes(kTokenWant, layout.type());
-  check_data_size(file, layout, count, item, std::format("({},)", count));
+  check_data_size(file, layout, count, item, shape_text);
 
   const bool unsigned_type = layout.type().starts_with('u');
-  std::vector<std::uint32_t> ids(count);
+  TokenArray out;
+  out.shape = shape;
+  out.ids.resize(count);
   // Read in pieces: the file's integers are converted as they come.
   constexpr std::uint64_t kPiece = 1u << 20;
   std::vector<std::byte> bytes;
@@ -311,16 +321,36 @@ std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint
       } else {
         std::memcpy(&value, at, 8);
       }
+      const std::uint64_t k = first + i;
       if (value < 0 || value >= static_cast<std::int64_t>(vocab_size)) {
-        fail("{}: token {} is {}, outside the vocabulary of {} (0 to {})", path, first + i,
+        fail("{}: token {}{} is {}, outside the vocabulary of {} (0 to {})", path, k,
+             matrix ? std::format(" (row {}, column {})", k / shape[1], k % shape[1]) : std::string(),
              unsigned_type && item == 8 ? std::format("{}", static_cast<std::uint64_t>(value))
                                         : std::format("{}", value),
              vocab_size, vocab_size - 1);
       }
-      ids[first + i] = static_cast<std::uint32_t>(value);
+      out.ids[k] = static_cast<std::uint32_t>(value);
     }
   }
-  return ids;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size) {
+  InputFile file(path);
+  const NpyLayout layout = parse_layout(file, kTokenWant);
+  require(layout.shape.size() == 1, "{}: the array is {}-D; token ids must be 1-D", path, layout.shape.size());
+  return read_tokens(file, layout, vocab_size).ids;
+}
+
+TokenArray read_npy_token_array(const std::string& path, std::uint32_t vocab_size) {
+  InputFile file(path);
+  const NpyLayout layout = parse_layout(file, kTokenWant);
+  require(layout.shape.size() == 1 || layout.shape.size() == 2,
+          "{}: the array is {}-D; token ids must be 1-D (a stream) or 2-D (rows of tokens)", path,
+          layout.shape.size());
+  return read_tokens(file, layout, vocab_size);
 }
 
 }  // namespace vkblr::io

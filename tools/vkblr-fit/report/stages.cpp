@@ -32,13 +32,17 @@ std::string StageProgress::line(std::uint64_t done, const std::string& detail) c
   constexpr std::size_t kWidth = 24;
   const double fraction = total_ == 0 ? 1.0 : std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
   const auto filled = static_cast<std::size_t>(fraction * kWidth);
-  std::string s = std::format("{:<11} [{}{}]  {}/{} {}", stage_name(stage_), std::string(filled, '#'),
+  std::string s = std::format("{:<11} [{}{}]  {}/{} {}", stage_, std::string(filled, '#'),
                               std::string(kWidth - filled, '-'), done, total_, unit_);
   if (!detail.empty()) s += "  " + detail;
   return s;
 }
 
 void StageProgress::begin(Stage stage, std::uint64_t total, std::string unit) {
+  begin(stage_name(stage), total, std::move(unit));
+}
+
+void StageProgress::begin(std::string_view stage, std::uint64_t total, std::string unit) {
   if (running_) end();
   running_ = true;
   stage_ = stage;
@@ -97,7 +101,7 @@ void StageProgress::say(const std::string& text) {
 nlohmann::json StageProgress::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const StageTime& t : times_) {
-    nlohmann::json& e = j[std::string(stage_name(t.stage))];
+    nlohmann::json& e = j[t.stage];
     if (e.is_null()) e = {{"wall_s", 0.0}, {"device_s", 0.0}};
     e["wall_s"] = e["wall_s"].get<double>() + t.wall_s;
     e["device_s"] = e["device_s"].get<double>() + t.device_s;

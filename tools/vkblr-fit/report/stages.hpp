@@ -1,5 +1,6 @@
 // stages.hpp — the stages of a vkblr-fit run (load, statistics, init,
-// refit, train, write; a manifest run's allocate, for --model-bpw): each with its own progress bar on the terminal
+// refit, train, write; a manifest run's allocate, for --model-bpw; any
+// other program's stages by name): each with its own progress bar on the terminal
 // (plain lines in a log, nothing when quiet) and its wall time and device
 // busy time (the context's per-batch timestamps, Profiler counters) for
 // the report.
@@ -27,7 +28,7 @@ enum class Stage { load, statistics, init, refit, train, write, allocate };
 std::string_view stage_name(Stage stage);  // "load", ...
 
 struct StageTime {
-  Stage stage;
+  std::string stage;  // its name
   double wall_s = 0;
   double device_s = 0;  // GPU busy time of the stage's batches
 };
@@ -39,6 +40,9 @@ class StageProgress {
   // Ends the running stage (if any) and starts `stage` with `total` units
   // named `unit` ("chunks", "paths", "sweeps", "steps").
   void begin(Stage stage, std::uint64_t total, std::string unit);
+  // The same for a stage of another program, by its name (vkblr-train's
+  // "teacher", "evaluate", ...).
+  void begin(std::string_view stage, std::uint64_t total, std::string unit);
   // Units done so far, and an optional detail after them (the train stage's
   // fields). Redrawn at most every 0.1 s on a terminal, every 5 s in lines.
   void update(std::uint64_t done, const std::string& detail = {});
@@ -63,7 +67,7 @@ class StageProgress {
   ProgressStyle style_;
   std::vector<StageTime> times_;
   bool running_ = false;
-  Stage stage_ = Stage::load;
+  std::string stage_ = "load";
   std::uint64_t total_ = 0, done_ = 0;
   std::string unit_, detail_;
   double start_s_ = 0, shown_s_ = -1e300;

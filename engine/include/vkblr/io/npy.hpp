@@ -43,4 +43,15 @@ Matrix read_npy_matrix(const std::string& path);
 // another rank or dtype, and the .npy errors above.
 std::vector<std::uint32_t> read_npy_token_ids(const std::string& path, std::uint32_t vocab_size);
 
+// Token ids as a 1-D stream or a 2-D array [rows][cols] (windows of a
+// context, say): the dtypes and checks of read_npy_token_ids, the ids in C
+// order. A bad id of a 2-D array is named by its place too: "PATH: token
+// 70 (row 1, column 6) is 300, outside ...". Throws for another rank, no
+// ids, or a 2-D shape with a side of 0.
+struct TokenArray {
+  std::vector<std::uint64_t> shape;  // (count,) or (rows, cols)
+  std::vector<std::uint32_t> ids;
+};
+TokenArray read_npy_token_array(const std::string& path, std::uint32_t vocab_size);
+
 }  // namespace vkblr::io
