@@ -18,8 +18,22 @@
 #              3e-3 (best kept), torch.compile reduce-overhead (CUDA graphs),
 #              a flip check (eager against compiled), and a failure if a
 #              timed run flips no sign
-#   peer-fit   the peer on the calibration tokens, started from bpw1's
-#              vkblr-fit model file (--from-blr) instead of Dual-SVID
+#   peer-fit peer-fit4x
+#              the peer on the calibration tokens (4x them), started from
+#              bpw1's vkblr-fit model file (--from-blr) instead of Dual-SVID
+#   tokens     the token files of vkblr-train (tools/model/export_tokens.py):
+#              the held-out stream and the very windows the peer trains on,
+#              1x and 4x the calibration tokens
+#   vt-fit vt-fit4x vt-ds vt-ds4x
+#              vkblr-train, the peer's recipe (600 steps of 8 windows, warm-up
+#              30, cosine, τ = 1), from bpw1's model file (fit) or its own
+#              Dual-SVID init at 1 bpw (ds), on the 1x or 4x windows, one run
+#              per learning rate of VT_LRS (default 1e-3,3e-3; best kept):
+#              held-out figures every 150 steps, tokens/s, memory
+#   qwen       a random Qwen2.5-0.5B-shaped Llama (24 blocks, hidden 896,
+#              vocabulary 151936, tied) distilled by vkblr-train from its
+#              Dual-SVID init at 1 bpw for QWEN_STEPS steps of one window of
+#              4096 (memory and tokens/s at size)
 #   table      the compact table of all the stages done, and
 #              $OUT/model-checks.json (FROM=DIR: from the JSON files the
 #              calls brought back, gathered in DIR, on any machine)
@@ -82,6 +96,10 @@ elif [ $TOY = 1 ]; then
                    [seq1]="--set rank=32")
   PEER=(--rank 32 --steps 20 --eval-every 10 --lr "1e-3,1e-2" --compile none --device cpu
         --flip-check 3 --require-flips)
+  VT=${VT:-build/release/tools/vkblr-train}
+  VT_RUN=(--steps 20 --batch 4 --warmup 3 --eval-every 10)
+  VT_SIZE=(--rank 32)
+  CONTEXT=64
   DEVICE=cpu
 else
   [ -f .devkit/lib/libvulkan.so.1 ] || { echo "model-checks: .devkit/lib is missing (tools/dev/device-kit.sh, carry it)"; exit 1; }
@@ -95,8 +113,14 @@ else
   TRAIN=(--preset reference --max-seconds 285)
   LW=(--batch 4096 --device cuda --eval-batch 16)
   declare -A SIZE=([bpw1]="--bpw 1" [bpw1.5]="--bpw 1.5" [bpw2]="--bpw 2" [model-bpw1]="--model-bpw 1" [seq1]="--bpw 1")
-  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr "3e-4,1e-3,3e-3" --compile reduce-overhead --device cuda
-        --flip-check 5 --require-flips)
+  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr "${PEER_LRS:-3e-4,1e-3,3e-3}" --compile reduce-overhead
+        --device cuda --flip-check 5 --require-flips)
+  [ -e .gpu/vkblr-train ] || gunzip -k .gpu/vkblr-train.gz || exit 1
+  chmod +x .gpu/vkblr-train
+  VT=.gpu/vkblr-train
+  VT_RUN=(--steps 600 --batch 8 --warmup 30 --eval-every 150)
+  VT_SIZE=(--bpw 1)
+  CONTEXT=1024
   DEVICE=cuda
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fi
@@ -107,7 +131,8 @@ since() { python3 -c "print(round($(now) - $1, 1))"; }
 report_of() {  # the work directory's report of a stage
   case $1 in
     train) echo "$REF/report.json" ;;
-    peer | peer4x | peer-fit) echo "$W/$1.json" ;;
+    peer | peer4x | peer-fit | peer-fit4x | vt-* | qwen) echo "$W/$1.json" ;;
+    tokens) echo "$W/tokens4x/tokens.json" ;;
     *) echo "$W/$1/report.json" ;;
   esac
 }
@@ -134,12 +159,12 @@ for stage in $stages; do
         $extra "${LW[@]}" --no-dense-eval --resume 2>&1 | grep -v "tokens seen" | tee "$W/$stage.log" | tail -4
       cp "$W/$stage/report.json" "$OUT/$stage.json" 2>/dev/null
       ;;
-    peer | peer4x | peer-fit)
+    peer | peer4x | peer-fit | peer-fit4x)
       log "the whole-model peer: $stage"
-      tokens=36864; [ "$stage" = peer4x ] && tokens=147456
-      [ $TOY = 1 ] && { tokens=576; [ "$stage" = peer4x ] && tokens=2304; }
+      tokens=36864; [[ $stage == *4x ]] && tokens=147456
+      [ $TOY = 1 ] && { tokens=576; [[ $stage == *4x ]] && tokens=2304; }
       args=("${PEER[@]}")
-      if [ "$stage" = peer-fit ]; then
+      if [[ $stage == peer-fit* ]]; then
         # bpw1's model file in place of the size (--bpw / --rank): the peer starts from vkblr-fit's layers
         start=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0])" "$W/bpw1/report.json") \
           || { echo "model-checks: peer-fit needs the bpw1 stage first"; exit 1; }
@@ -150,6 +175,74 @@ for stage in $stages; do
       python3 tools/lab/qat_peer.py --model "$REF" --corpus "$CORPUS" --out "$W/$stage.json" --train-tokens $tokens \
         "${args[@]}" 2>&1 | tee "$W/$stage.log" | grep -v "^  lr" | tail -8
       cp "$W/$stage.json" "$OUT/" 2>/dev/null
+      ;;
+    tokens)
+      log "token files for vkblr-train"
+      for x in 1 4; do
+        t=$((36864 * x)); [ $TOY = 1 ] && t=$((576 * x))
+        d=$W/tokens; [ $x = 4 ] && d=$W/tokens4x
+        python3 tools/model/export_tokens.py --corpus "$CORPUS" --out "$d" --train-windows $t --context $CONTEXT \
+          --seed 1 || exit 1
+      done
+      ;;
+    vt-fit | vt-fit4x | vt-ds | vt-ds4x)
+      log "vkblr-train: $stage"
+      d=$W/tokens; [[ $stage == *4x ]] && d=$W/tokens4x
+      [ -f "$d/tokens.json" ] || { echo "model-checks: $stage needs the tokens stage first"; exit 1; }
+      if [[ $stage == vt-fit* ]]; then
+        start=(--blr "$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0])" \
+          "$W/bpw1/report.json")") || { echo "model-checks: $stage needs the bpw1 stage first"; exit 1; }
+      else
+        start=(--init dual-svid "${VT_SIZE[@]}" --paths 2)
+      fi
+      IFS=, read -ra lrs <<< "${VT_LRS:-1e-3,3e-3}"
+      for lr in "${lrs[@]}"; do
+        "$VT" --model "$REF" "${start[@]}" --train "$d/train_windows.npy" --held-out "$d/heldout.npy" \
+          "${VT_RUN[@]}" --lr "$lr" --out "$W/$stage/lr$lr" --quiet > "$W/$stage.lr$lr.log" 2>&1
+        echo "lr $lr rc $?"; tail -3 "$W/$stage.lr$lr.log"
+      done
+      python3 - "$W/$stage" "$W/$stage.json" <<'PY'
+import glob, json, os, sys
+runs = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "lr*", "report.json"))):
+    with open(path) as f:
+        r = json.load(f)
+    runs.append({"lr": r["settings"]["lr"], "final": r["curve"][-1], "report": r})
+if runs:
+    best = min(runs, key=lambda x: x["final"]["bits_per_byte"])
+    out = {"best_lr": best["lr"], "best": best["final"], "runs": [{"lr": x["lr"], "final": x["final"]} for x in runs],
+           "best_report": best["report"]}
+    with open(sys.argv[2], "w") as f:
+        json.dump(out, f, indent=1)
+    for x in runs:
+        print(f"  lr {x['lr']:g}: {x['final']['bits_per_byte']:.4f} bits per byte, ppl {x['final']['perplexity']:.4f}")
+PY
+      cp "$W/$stage.json" "$OUT/" 2>/dev/null
+      ;;
+    qwen)
+      log "a Qwen-0.5B-shaped model, distilled at size"
+      q=$W/qwen; mkdir -p "$q"
+      python3 - "$q/model" <<'PY' || exit 1
+import os, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+config = LlamaConfig(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                     num_attention_heads=14, num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
+                     rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, torch_dtype="float32")
+torch.manual_seed(1)
+model = LlamaForCausalLM(config)
+model.save_pretrained(sys.argv[1], safe_serialization=True)
+print("qwen-shaped checkpoint:", sum(p.numel() for p in model.parameters()) / 1e6, "M parameters")
+PY
+      # the held-out measure on the first 65536 held-out tokens (its bits per byte count them as bytes: the
+      # model is random, its perplexity against its teacher's is what is read)
+      python3 -c "import numpy as np, sys; np.save(sys.argv[2], np.load(sys.argv[1])[:65536])" \
+        "$W/tokens/heldout.npy" "$q/heldout.npy" || exit 1
+      "$VT" --model "$q/model" --init dual-svid --bpw 1 --paths 2 --train "$W/tokens/train.npy" --windows 64 \
+        --context 4096 --held-out "$q/heldout.npy" --held-out-bytes 65536 --steps "${QWEN_STEPS:-300}" --batch 1 \
+        --warmup 20 --lr 1e-3 --eval-every "${QWEN_STEPS:-300}" --teacher live --memory "${QWEN_MEMORY:-keep}" \
+        --out "$q/run" --quiet > "$W/qwen.log" 2>&1
+      echo "rc $?"; tail -5 "$W/qwen.log"
+      cp "$q/run/report.json" "$W/qwen.json" && cp "$W/qwen.json" "$OUT/" 2>/dev/null
       ;;
     table)
       log table
@@ -188,7 +281,7 @@ for stage, label in (("bpw1", "layer-wise 1 bpw"), ("bpw1.5", "layer-wise 1.5 bp
         rows.append((label, b["bpw"], b["blr"]["bpw"], e["perplexity"], e["bits_per_byte"], fit_s,
                      f"{r['calibration']['tokens']} calibration tokens"))
 for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x calibration tokens"),
-                     ("peer-fit", "peer from vkblr-fit, cal. tokens")):
+                     ("peer-fit", "peer from vkblr-fit, cal. tokens"), ("peer-fit4x", "peer from vkblr-fit, 4x")):
     r = load(f"{stage}.json")
     if r:
         best, b = r["best"], r["model_bits"]
@@ -198,6 +291,18 @@ for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x 
                           "flip_check": {k: sum(v) for k, v in r.get("flip_check", {}).items() if k != "steps"}}
         rows.append((label, b["bpw"], b["blr"]["bpw"], best["perplexity"], best["bits_per_byte"], best["train_s"],
                      f"lr {best['lr']:g}, {best['tokens'] / 1e6:.2f} M tokens seen, {best['flips']} flips"))
+for stage, label in (("vt-fit", "vkblr-train from vkblr-fit"), ("vt-fit4x", "vkblr-train from vkblr-fit, 4x"),
+                     ("vt-ds", "vkblr-train from Dual-SVID"), ("vt-ds4x", "vkblr-train from Dual-SVID, 4x")):
+    r = load(f"{stage}.json")
+    if r:
+        best, rep = r["best"], r["best_report"]
+        b = rep.get("bits", {})
+        summary[stage] = {"best_lr": r["best_lr"], "best": best, "lrs": {str(x["lr"]): x["final"]["bits_per_byte"]
+                                                                         for x in r["runs"]},
+                          "tokens_per_s": rep.get("tokens_per_s"), "memory": rep.get("memory")}
+        rows.append((label, b.get("bpw", 0.0), b.get("blr", {}).get("bpw"), best["perplexity"], best["bits_per_byte"],
+                     best.get("train_s", 0.0), f"lr {r['best_lr']:g}, {best['tokens'] / 1e6:.2f} M tokens seen, "
+                     f"{(rep.get('tokens_per_s') or 0) / 1e6:.3f} M tok/s"))
 print(f"{'model':33} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
 for label, bpw, blr, ppl, bpb, wall, note in rows:
     blr_text = "-" if blr is None else f"{blr:.3f}"
