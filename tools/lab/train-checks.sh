@@ -33,8 +33,8 @@ want() { [[ " $stages " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
 if want suite; then
-  log "suite under validation: [model]"
-  timeout "$STAGE_S" "$B"/vkblr-tests "[model]" --reporter compact -d yes > "$OUT/suite.log" 2>&1
+  log "suite under validation: ${TAGS:=[model],[blr]}"
+  timeout "$STAGE_S" "$B"/vkblr-tests "$TAGS" --reporter compact -d yes > "$OUT/suite.log" 2>&1
   echo "rc $?"; tail -2 "$OUT/suite.log"; grep -E "FAILED|failed" "$OUT/suite.log" | head -20
 fi
 
