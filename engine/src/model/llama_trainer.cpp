@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "../train/step_scalars.hpp"
 #include "block.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/ops/blr_lane.hpp"
@@ -20,11 +21,6 @@
 
 namespace vkblr::model {
 namespace {
-
-// Words of the live-scalars buffer: [sign lr, step, skip, scale lr, step, skip].
-constexpr std::uint32_t kSignWord = 0;
-constexpr std::uint32_t kScaleWord = ops::kLiveScalarWords;
-constexpr std::uint32_t kScalarWords = 2 * ops::kLiveScalarWords;
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
 
@@ -97,7 +93,8 @@ struct LlamaTrainer::Impl {
   std::unique_ptr<LlamaForward> teacher_forward;
   ops::LogitLossScratch loss_scratch;
   Buffer loss;  // u32 [4], kl_distill's
-  Buffer scalars, grad_partials;
+  std::unique_ptr<vkblr::detail::StepScalars> scalars;  // the optimizers' live blocks
+  Buffer grad_partials;
   std::uint32_t partial_rows = 0;
   Buffer block;  // split: the gradient block (host-visible)
   LlamaGradientBlock layout;
@@ -252,8 +249,7 @@ struct LlamaTrainer::Impl {
     loss_scratch = ops::make_logit_loss_scratch(ctx, loss_shape(), true);
     owned += ops::logit_loss_scratch_bytes(loss_shape(), true);
     loss = ctx.host_buffer(16, "trainer.loss");
-    scalars = ctx.host_buffer(kScalarWords * 4, "trainer.scalars");
-    scalars.fill(0);
+    scalars = std::make_unique<vkblr::detail::StepScalars>(ctx);
   }
 
   ops::LogitLossShape loss_shape() const {
@@ -463,14 +459,15 @@ struct LlamaTrainer::Impl {
     }
     for (const SignMatrix& s : signs) rec.add(ops::sumsq(ctx, s.kept_gradient(), s.rows() * s.r(), partials(1)));
     const std::uint32_t count = partial_rows * ops::kSumsqPartials;
-    rec.add(ops::finite_guard(ctx, grad_partials, count, scalars, kSignWord + 2));
-    rec.add(ops::finite_guard(ctx, grad_partials, count, scalars, kScaleWord + 2));
+    for (const std::uint32_t word : vkblr::detail::StepScalars::kSkipWords) {
+      rec.add(ops::finite_guard(ctx, grad_partials, count, scalars->buffer(), word));
+    }
     const float grad_scale = 1.0f / static_cast<float>(tokens_per_step);
     if (!signs.empty()) {
       rec.tag("sign");
       SignStep step = settings.sign_step;
       step.grad_scale = grad_scale;
-      step.live = {&scalars, kSignWord};
+      step.live = scalars->sign();
       std::vector<SignMatrix*> matrices;
       std::vector<const Buffer*> grads;
       for (SignMatrix& s : signs) {
@@ -482,7 +479,7 @@ struct LlamaTrainer::Impl {
     }
     ops::AdamOptions adam = settings.scale_adam;
     adam.grad_scale = grad_scale;
-    adam.live = {&scalars, kScaleWord};
+    adam.live = scalars->scale();
     for (const TrainedLayer& l : layers) {
       rec.add(ops::adam_cat(ctx, l.layer->scales, l.layer->scale_grads, l.moment1, l.moment2, l.mask, l.floors,
                             l.layer->scale_count, adam));
@@ -561,19 +558,9 @@ struct LlamaTrainer::Impl {
 
   float loss_sum() const { return ops::read_logit_loss(loss).sum; }
 
-  std::uint32_t set_rates(const char* op, float sign_lr, float scale_lr) {
-    if (!std::isfinite(sign_lr) || !std::isfinite(scale_lr)) fail("{}: learning rates {} and {}", op, sign_lr, scale_lr);
-    const std::uint32_t t = applied + 1;
-    ops::write_live_scalars(scalars, kSignWord, sign_lr, t);
-    ops::write_live_scalars(scalars, kScaleWord, scale_lr, t);
-    return t;
-  }
-
   LlamaStepResult finish_step(std::uint32_t t, double sum) {
-    std::uint32_t skip = 0;
-    scalars.read(&skip, 4, (kSignWord + 2) * 4);
     LlamaStepResult r;
-    r.applied = skip == 0;
+    r.applied = !scalars->skipped();
     r.step = t;
     r.tokens = tokens_per_step;
     r.loss = sum / tokens_per_step;
@@ -606,7 +593,7 @@ LlamaStepResult LlamaTrainer::step(std::span<const std::uint32_t> ids, std::span
   constexpr const char* op = "LlamaTrainer::step";
   if (s.settings.split) fail("{}: the trainer is split (accumulate, then apply)", op);
   s.write_batch(op, ids, cache_rows);
-  const std::uint32_t t = s.set_rates(op, sign_lr, scale_lr);
+  const std::uint32_t t = s.scalars->set(op, sign_lr, scale_lr, s.applied);
   s.step_graph.run();
   return s.finish_step(t, s.loss_sum());
 }
@@ -631,7 +618,7 @@ LlamaStepResult LlamaTrainer::apply(float sign_lr, float scale_lr) {
   constexpr const char* op = "LlamaTrainer::apply";
   if (!s.settings.split) fail("{}: the trainer was made without split", op);
   if (s.pending == 0) fail("{}: no accumulate() since the last step", op);
-  const std::uint32_t t = s.set_rates(op, sign_lr, scale_lr);
+  const std::uint32_t t = s.scalars->set(op, sign_lr, scale_lr, s.applied);
   s.block.flush();
   s.apply_graph.run();
   s.pending = 0;

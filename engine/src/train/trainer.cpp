@@ -5,17 +5,13 @@
 #include <string>
 
 #include "../ops/op_util.hpp"
+#include "step_scalars.hpp"
 #include "vkblr/ops/optim.hpp"
 #include "vkblr/ops/scale.hpp"
 #include "vkblr/ops/train.hpp"
 
 namespace vkblr {
 namespace {
-
-// Words of the live-scalars buffer: [sign lr, step, skip, scale lr, step, skip].
-constexpr std::uint32_t kSignWord = 0;
-constexpr std::uint32_t kScaleWord = ops::kLiveScalarWords;
-constexpr std::uint32_t kScalarWords = 2 * ops::kLiveScalarWords;
 
 }  // namespace
 
@@ -27,7 +23,7 @@ struct BlrTrainer::Impl {
   BlrScratch scratch;  // with transients of its own (config.path_lanes lanes)
   Buffer y, dy, dx;
   Buffer x_wide;  // f32 [ntok][n]: f16 batches widened (allocated by the first)
-  Buffer scalars;        // host-visible: the live blocks
+  detail::StepScalars scalars;  // the optimizers' live blocks
   Buffer loss_partials;  // host-visible: 64 partial sums of (y - target)² (mse_grad)
   Buffer grad_partials;  // sumsq partials of every gradient, checked by the guard
   Buffer segment_table;  // (offset, length) of every scale vector
@@ -54,7 +50,7 @@ struct BlrTrainer::Impl {
 
   Impl(Context& c, const BlrLayer& l, std::uint32_t t, const BlrTrainerConfig& cfg)
       : ctx(c), layer(l), ntok(detail::dim("BlrTrainer", "ntok", t)), config(cfg),
-        scratch(c, l, t, cfg.path_lanes) {
+        scratch(c, l, t, cfg.path_lanes), scalars(c) {
     layer.check("BlrTrainer");
     require(layer.scales && layer.scale_count > 0,
             "BlrTrainer: the layer has no concatenated scales (make it with make_blr_layer)");
@@ -65,8 +61,6 @@ struct BlrTrainer::Impl {
     y = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.y");
     dy = c.buffer(std::uint64_t{ntok} * l.m * 4, "trainer.dy");
     dx = c.buffer(std::uint64_t{ntok} * l.n * 4, "trainer.dx");
-    scalars = c.host_buffer(kScalarWords * 4, "trainer.scalars");
-    scalars.fill(0);
     loss_partials = c.host_buffer(GradientBlock::kLossPartials * 4, "trainer.loss_partials");
 
     // per-entry mask and relative floor of the scales; padding frozen
@@ -211,12 +205,13 @@ struct BlrTrainer::Impl {
       rec.add(ops::sumsq(ctx, sm.kept_gradient(), sm.rows() * sm.r(), part));
     }
     const auto partials = static_cast<std::uint32_t>((segments + signs.size()) * ops::kSumsqPartials);
-    rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kSignWord + 2));
-    rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars, kScaleWord + 2));
+    for (const std::uint32_t word : detail::StepScalars::kSkipWords) {
+      rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars.buffer(), word));
+    }
     rec.tag("sign");
     SignStep sign_step = config.sign_step;
     sign_step.grad_scale = config.loss_norm;  // G of ½‖y − target‖²: undoes dy's 1 / loss_norm
-    sign_step.live = {&scalars, kSignWord};
+    sign_step.live = scalars.sign();
     // all matrices phase by phase: shared barriers (record_sign_steps)
     std::vector<SignMatrix*> matrices;
     std::vector<const Buffer*> grads;
@@ -227,7 +222,7 @@ struct BlrTrainer::Impl {
     record_sign_steps(rec, ctx, matrices, grads, sign_step);
     rec.tag("");
     ops::AdamOptions adam = config.scale_adam;
-    adam.live = {&scalars, kScaleWord};
+    adam.live = scalars.scale();
     rec.add(ops::adam_cat(ctx, layer.scales, layer.scale_grads, moment1, moment2, mask, floors, layer.scale_count,
                           adam));
   }
@@ -252,24 +247,10 @@ struct BlrTrainer::Impl {
     require(config.split, "{}: the trainer was made without BlrTrainerConfig::split", op);
   }
 
-  static void check_rates(const char* op, float sign_lr, float scale_lr) {
-    require(std::isfinite(sign_lr) && std::isfinite(scale_lr), "{}: learning rates {} and {}", op, sign_lr, scale_lr);
-  }
-
-  // Step t's learning rates into the live blocks.
-  std::uint32_t set_rates(float sign_lr, float scale_lr) {
-    const std::uint32_t t = applied + 1;
-    ops::write_live_scalars(scalars, kSignWord, sign_lr, t);
-    ops::write_live_scalars(scalars, kScaleWord, scale_lr, t);
-    return t;
-  }
-
   // The outcome of step t after its update ran: the guard's verdict, counters.
   StepResult finish_step(std::uint32_t t, double sq_error) {
-    std::uint32_t skip = 0;
-    scalars.read(&skip, 4, (kSignWord + 2) * 4);
     StepResult r;
-    r.applied = skip == 0;
+    r.applied = !scalars.skipped();
     r.step = t;
     r.sq_error = sq_error;
     r.loss = 0.5 * r.sq_error / config.loss_norm;
@@ -300,12 +281,12 @@ std::size_t BlrTrainer::add_eval_batch(const Buffer& x, const Buffer& target, Ba
 StepResult BlrTrainer::step(std::size_t batch, float sign_lr, float scale_lr) {
   Impl& s = *impl_;
   require(batch < s.train_graphs.size(), "BlrTrainer::step: batch {} of {}", batch, s.train_graphs.size());
-  Impl::check_rates("BlrTrainer::step", sign_lr, scale_lr);
+  // the rates checked (and written) before anything runs
+  const std::uint32_t t = s.scalars.set("BlrTrainer::step", sign_lr, scale_lr, s.applied);
   if (s.config.split) {
     accumulate(batch);
     return apply(sign_lr, scale_lr);
   }
-  const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
   if (s.config.record_every_step) {
     const Impl::BatchBuffers& b = s.train_batches[batch];
     s.train_graphs[batch] = s.record_train(*b.x, *b.target, b.input);
@@ -343,8 +324,7 @@ StepResult BlrTrainer::apply(float sign_lr, float scale_lr) {
   Impl& s = *impl_;
   s.require_split("BlrTrainer::apply");
   require(s.pending > 0, "BlrTrainer::apply: no accumulate() since the last step");
-  Impl::check_rates("BlrTrainer::apply", sign_lr, scale_lr);
-  const std::uint32_t t = s.set_rates(sign_lr, scale_lr);
+  const std::uint32_t t = s.scalars.set("BlrTrainer::apply", sign_lr, scale_lr, s.applied);
   s.layout.summed->flush();
   if (s.config.record_every_step) s.apply_graph = s.record_apply();
   s.apply_graph.run();
