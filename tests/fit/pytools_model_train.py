@@ -139,6 +139,16 @@ def test_a_dual_svid_start():
          os.path.join(WORK, "dsvid", "blr.safetensors"), "--json", os.path.join(WORK, "evaluate_dsvid.json"))
     want = load_json("evaluate_dsvid.json")["blr"]["loss_nats"]
     check(abs(r["final"]["loss_nats"] - want) < 1e-4 * want, f"loss {r['final']['loss_nats']} against {want}")
+    # the latents all at ±0.1 (--latent-init uniform) train otherwise than at their Dual-SVID magnitudes (the
+    # default: the signs of small factor entries start near zero and flip first)
+    train("dsvid-uniform", "--init", "dual-svid", "--rank", "32", "--blr", None, "--steps", "4", "--eval-every", "4",
+          "--latent-init", "uniform")
+    u = load_json("dsvid-uniform/report.json")
+    check(r["settings"]["latent_init"] == "magnitude" and u["settings"]["latent_init"] == "uniform",
+          f"latent_init {r['settings']['latent_init']}, {u['settings']['latent_init']}")
+    check(u["init"] == r["init"], "the two runs started from other layers")
+    check(r["flips"] > u["flips"], f"flips: magnitude {r['flips']}, uniform {u['flips']}")
+    check(read("dsvid-uniform/blr.safetensors") != read("dsvid/blr.safetensors"), "the same model file")
 
 
 def test_resume_is_the_uninterrupted_run():
@@ -217,6 +227,7 @@ def test_bad_inputs_are_refused():
     refusal(2, "--warmup 9: want fewer warm-up steps than --steps 6", "--warmup", "9")
     refusal(2, "--lr -1: want a learning rate in [0, 1]", "--lr", "-1")
     refusal(2, "--memory", "--memory", "most")
+    refusal(2, "--latent-init sideways: want magnitude or uniform", "--latent-init", "sideways")
     refusal(2, "--prompt and --prompt-ids", "--sample", "4", "--prompt", "a", "--prompt-ids", "1,2")
     refusal(2, "--blr and --init: give one of them", "--init", "dual-svid", "--rank", "32")
     refusal(2, "--init dual-svid: give the layers' size, --bpw B or --rank R", "--init", "dual-svid", "--blr", None)

@@ -13,7 +13,8 @@
 namespace vkblr::train {
 
 io::BlrModel dual_svid_start(Context& ctx, const io::LlamaCheckpoint& checkpoint, const DualSvidStart& settings,
-                             const std::function<void(std::size_t, std::size_t)>& done) {
+                             const std::function<void(std::size_t, std::size_t)>& done,
+                             std::vector<std::vector<fit::SignMagnitudes>>* magnitudes) {
   std::vector<const io::LlamaParameter*> linear;
   for (const io::LlamaParameter& p : checkpoint.parameters()) {
     if (p.linear_in_block) linear.push_back(&p);
@@ -37,7 +38,10 @@ io::BlrModel dual_svid_start(Context& ctx, const io::LlamaCheckpoint& checkpoint
     layer.name = p.name;
     layer.result.shape = shape;
     layer.result.scale_dtype = io::ScaleDtype::f16;
-    layer.result.paths = fit::gpu_dual_svid_init(ctx, w_device, shape, {.seed = settings.seed});
+    std::vector<fit::SignMagnitudes> signs;
+    layer.result.paths = fit::gpu_dual_svid_init(ctx, w_device, shape, {.seed = settings.seed},
+                                                 magnitudes ? &signs : nullptr);
+    if (magnitudes) magnitudes->push_back(std::move(signs));
     layer.result.tool_version = model.tool_version;
     layer.result.inputs.weight = io::xxh3_64(std::as_bytes(std::span(w)));
     model.layers.push_back(std::move(layer));

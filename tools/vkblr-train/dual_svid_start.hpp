@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
+#include "vkblr-fit/init/dual_svid.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/io/blr_model.hpp"
 #include "vkblr/io/llama_checkpoint.hpp"
@@ -26,9 +28,13 @@ struct DualSvidStart {
 
 // The layers as a model file would hold them (names: the parameters'
 // Hugging Face names; weight_xxh3: of each weight's f32 values as read).
-// `done(k, total)` after each layer. Throws vkblr::Error naming the layer
-// for a bpw no rank fits (io::rank_for_bpw's message) or a bad rank.
+// `done(k, total)` after each layer. With `magnitudes`, each layer's signs'
+// magnitudes too (one entry per path, dual_svid.hpp's SignMagnitudes; in
+// the order of the layers), for the latents' start. Throws vkblr::Error
+// naming the layer for a bpw no rank fits (io::rank_for_bpw's message) or a
+// bad rank.
 io::BlrModel dual_svid_start(Context& ctx, const io::LlamaCheckpoint& checkpoint, const DualSvidStart& settings,
-                             const std::function<void(std::size_t, std::size_t)>& done);
+                             const std::function<void(std::size_t, std::size_t)>& done,
+                             std::vector<std::vector<fit::SignMagnitudes>>* magnitudes = nullptr);
 
 }  // namespace vkblr::train

@@ -67,6 +67,9 @@ vkblr::train::TrainOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--bpw", o.bpw, "--init: bits per weight of each layer (the rank by vkblr-fit's rule)");
   app.add_option("--rank", o.rank, "--init: rank per path (a multiple of 32)");
   app.add_option("--paths", o.paths, "--init: paths per layer")->check(CLI::Range(1u, 16u));
+  app.add_option("--latent-init", o.latent_init, "--init: where the sign latents start: each at its Dual-SVID factor "
+                                                  "entry's size (magnitude, the default) or all at ±0.1 (uniform)");
+  app.add_option("--latent-rms", o.latent_rms, "--latent-init magnitude: the latents' rms before the clamp at 1");
   app.add_option("--train", o.train, "training token ids, .npy: 1-D (a stream; --windows are drawn from it) or 2-D "
                                       "[windows][context] (exactly those windows)");
   app.add_option("--windows", o.windows, "windows of the context drawn from a 1-D --train stream (seeded)")

@@ -23,6 +23,10 @@ void check_train_options(const TrainOptions& o) {
   require(o.init.empty() || o.bpw.has_value() != o.rank.has_value(),
           "--init {}: give the layers' size, --bpw B or --rank R (one of them)", o.init);
   require(!o.init.empty() || (!o.bpw && !o.rank), "--bpw and --rank go with --init (a --blr file has its ranks)");
+  require(o.latent_init == "magnitude" || o.latent_init == "uniform", "--latent-init {}: want magnitude or uniform",
+          o.latent_init);
+  require(std::isfinite(o.latent_rms) && o.latent_rms >= 0 && o.latent_rms <= 1,
+          "--latent-rms {}: want a number in [0, 1]", o.latent_rms);
   require(!o.bpw || (std::isfinite(*o.bpw) && *o.bpw > 0), "--bpw {}: want a positive number of bits per weight",
           o.bpw.value_or(0));
   require(!o.rank || (*o.rank >= 32 && *o.rank % 32 == 0), "--rank {}: want a positive multiple of 32",

@@ -24,6 +24,11 @@ struct TrainOptions {
   std::optional<double> bpw;          // --init's rank: by bits per weight, or
   std::optional<std::uint32_t> rank;  // given
   std::uint32_t paths = 2;            // --init's paths
+  // --init: where the sign latents start: "magnitude" (each at its
+  // Dual-SVID factor entry's size, s·min(latent_rms·|U′_ij|/rms(U′), 1), as
+  // vkblr-fit's --latent-init magnitude) or "uniform" (s·0.1)
+  std::string latent_init = "magnitude";
+  float latent_rms = 0.1f;
   std::string train;     // --train FILE.npy: a 1-D stream or 2-D [windows][context]
   std::string held_out;  // --held-out FILE.npy: a 1-D stream
   std::optional<std::uint64_t> held_out_bytes;  // else tokens.json beside --held-out

@@ -22,6 +22,7 @@
 #include "vkblr-fit/report/report.hpp"
 #include "vkblr-fit/report/stages.hpp"
 #include "vkblr-fit/report/svg_chart.hpp"
+#include "vkblr-fit/train/latent_start.hpp"
 #include "vkblr/error.hpp"
 #include "vkblr/file_io.hpp"
 #include "vkblr/half.hpp"
@@ -145,8 +146,9 @@ json resume_key(const TrainOptions& o, const std::string& model_xxh3, const Trai
                 std::uint64_t held_out_xxh3, std::uint64_t held_out_bytes, std::uint32_t parts, bool cache,
                 std::uint32_t eval_every) {
   return {{"model_xxh3", model_xxh3},
-          {"blr_xxh3", o.blr.empty() ? std::format("{} bpw {} rank {} paths {}", o.init, o.bpw.value_or(0),
-                                                   o.rank.value_or(0), o.paths)
+          {"blr_xxh3", o.blr.empty() ? std::format("{} bpw {} rank {} paths {} latents {} {}", o.init,
+                                                   o.bpw.value_or(0), o.rank.value_or(0), o.paths, o.latent_init,
+                                                   o.latent_rms)
                                      : io::checksum_hex(file_checksum(o.blr))},
           {"train_xxh3", io::checksum_hex(windows.checksum)},
           {"windows", windows.count},
@@ -175,6 +177,8 @@ json settings_json(const TrainOptions& o, std::uint32_t context, std::uint32_t e
           {"init_bpw", o.bpw ? json(*o.bpw) : json(nullptr)},
           {"init_rank", o.rank ? json(*o.rank) : json(nullptr)},
           {"init_paths", o.init.empty() ? json(nullptr) : json(o.paths)},
+          {"latent_init", o.init.empty() ? json(nullptr) : json(o.latent_init)},
+          {"latent_rms", o.init.empty() || o.latent_init != "magnitude" ? json(nullptr) : json(o.latent_rms)},
           {"train", o.train},
           {"held_out", o.held_out},
           {"context", context},
@@ -301,6 +305,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   }
   progress.update(1);
   io::BlrModel init_file = o.blr.empty() ? io::BlrModel{} : io::read_blr_model(o.blr);
+  std::vector<std::vector<fit::SignMagnitudes>> init_magnitudes;  // --init, --latent-init magnitude
   progress.update(2);
   const TrainWindows windows = load_train_windows(o.train, config.vocab_size, context, o.windows, o.seed);
   progress.update(3);
@@ -315,10 +320,13 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   progress.update(4);
   if (!o.init.empty()) {
     progress.begin("init", 0, "layers");
-    init_file = dual_svid_start(ctx, checkpoint, {o.bpw, o.rank, o.paths, o.seed}, [&](std::size_t k, std::size_t n) {
-      progress.set_total(n);
-      progress.update(k);
-    });
+    init_file = dual_svid_start(
+        ctx, checkpoint, {o.bpw, o.rank, o.paths, o.seed},
+        [&](std::size_t k, std::size_t n) {
+          progress.set_total(n);
+          progress.update(k);
+        },
+        o.latent_init == "magnitude" ? &init_magnitudes : nullptr);
     progress.end();
     progress.begin("load", 5, "inputs");
     progress.update(4);
@@ -396,6 +404,20 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   tc.tokens_per_step = parts > 1 ? o.batch * context : 0;
   model::LlamaTrainer trainer(ctx, config, student, config, teacher, micro, tc);
   if (use_cache) trainer.set_teacher_cache(cache, rows);
+  if (!init_magnitudes.empty()) {
+    // the latents of each layer's sign matrices (U0 V0 U1 V1 ..., layers in
+    // the trainer's order, that of the model file's layers) at their
+    // Dual-SVID magnitudes; a resumed run restores them after this
+    const std::vector<std::string> trained = trainer.layer_names();
+    const std::vector<SignMatrix*> signs = trainer.sign_matrices();
+    require(trained == names && signs.size() == 2 * o.paths * names.size(),
+            "--latent-init magnitude: {} layers with {} sign matrices, {} layers from --init", trained.size(),
+            signs.size(), names.size());
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      fit::start_latents_from_magnitudes(ctx, std::span<SignMatrix* const>(signs).subspan(2 * o.paths * k, 2 * o.paths),
+                                         init_magnitudes[k], o.latent_rms, 1.0f);
+    }
+  }
   const std::uint32_t eval_every = o.eval_every ? o.eval_every : std::max<std::uint32_t>(1, o.steps / 10);
   const bool keyed = o.checkpoint_every > 0 || !o.resume.empty() || ranks.size() > 1;
   const json key = keyed ? resume_key(o, model_checksum(o.model), windows,

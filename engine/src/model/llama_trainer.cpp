@@ -645,6 +645,12 @@ void LlamaTrainer::set_steps(std::uint32_t applied, std::uint32_t skipped) {
   impl_->skipped = skipped;
 }
 
+std::vector<std::string> LlamaTrainer::layer_names() const {
+  std::vector<std::string> out;
+  for (const TrainedLayer& l : impl_->layers) out.push_back(l.name);
+  return out;
+}
+
 std::vector<SignMatrix*> LlamaTrainer::sign_matrices() {
   std::vector<SignMatrix*> out;
   for (SignMatrix& s : impl_->signs) out.push_back(&s);

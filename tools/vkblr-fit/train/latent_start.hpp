@@ -19,5 +19,8 @@ namespace vkblr::fit {
 // match, rms < 0 or not finite, or a matrix without latents (bop).
 void start_latents_from_magnitudes(Context& ctx, std::span<SignMatrix> signs,
                                    std::span<const SignMagnitudes> magnitudes, float rms, float clamp);
+// The same with the matrices borrowed (LlamaTrainer::sign_matrices()).
+void start_latents_from_magnitudes(Context& ctx, std::span<SignMatrix* const> signs,
+                                   std::span<const SignMagnitudes> magnitudes, float rms, float clamp);
 
 }  // namespace vkblr::fit

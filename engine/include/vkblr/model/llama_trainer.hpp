@@ -163,6 +163,9 @@ class LlamaTrainer {
   std::uint32_t skipped() const noexcept;  // steps the guard skipped
   void set_steps(std::uint32_t applied, std::uint32_t skipped);  // resume
 
+  // The trained layers' projection names, in the student's projection order
+  // (blocks, then q k v o gate up down).
+  std::vector<std::string> layer_names() const;
   // Every sign matrix, layer by layer in the student's projection order
   // (blocks, then q k v o gate up down), U0 V0 U1 V1 ... per layer.
   std::vector<SignMatrix*> sign_matrices();
