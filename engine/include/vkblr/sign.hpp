@@ -189,4 +189,10 @@ class SignMatrix {
 void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const> matrices,
                        std::span<const Buffer* const> gradients, const SignStep& step);
 
+// record_sign_steps of deferred matrices, each on its own kept gradient
+// (kept_gradient(), zeroed by the step), under the profiler tag "sign" (the
+// recorder's tag is "" afterwards): what a trainer records once the
+// gradients are summed. No matrices: nothing is recorded.
+void record_kept_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix> matrices, const SignStep& step);
+
 }  // namespace vkblr

@@ -463,20 +463,10 @@ struct LlamaTrainer::Impl {
       rec.add(ops::finite_guard(ctx, grad_partials, count, scalars->buffer(), word));
     }
     const float grad_scale = 1.0f / static_cast<float>(tokens_per_step);
-    if (!signs.empty()) {
-      rec.tag("sign");
-      SignStep step = settings.sign_step;
-      step.grad_scale = grad_scale;
-      step.live = scalars->sign();
-      std::vector<SignMatrix*> matrices;
-      std::vector<const Buffer*> grads;
-      for (SignMatrix& s : signs) {
-        matrices.push_back(&s);
-        grads.push_back(&s.kept_gradient());
-      }
-      record_sign_steps(rec, ctx, matrices, grads, step);
-      rec.tag("");
-    }
+    SignStep step = settings.sign_step;
+    step.grad_scale = grad_scale;
+    step.live = scalars->sign();
+    record_kept_sign_steps(rec, ctx, signs, step);
     ops::AdamOptions adam = settings.scale_adam;
     adam.grad_scale = grad_scale;
     adam.live = scalars->scale();

@@ -208,4 +208,17 @@ void record_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix* const>
   }
 }
 
+void record_kept_sign_steps(Recorder& rec, Context& ctx, std::span<SignMatrix> matrices, const SignStep& step) {
+  if (matrices.empty()) return;
+  std::vector<SignMatrix*> borrowed;
+  std::vector<const Buffer*> gradients;
+  for (SignMatrix& m : matrices) {
+    borrowed.push_back(&m);
+    gradients.push_back(&m.kept_gradient());
+  }
+  rec.tag("sign");
+  record_sign_steps(rec, ctx, borrowed, gradients, step);
+  rec.tag("");
+}
+
 }  // namespace vkblr

@@ -208,19 +208,11 @@ struct BlrTrainer::Impl {
     for (const std::uint32_t word : detail::StepScalars::kSkipWords) {
       rec.add(ops::finite_guard(ctx, grad_partials, partials, scalars.buffer(), word));
     }
-    rec.tag("sign");
     SignStep sign_step = config.sign_step;
     sign_step.grad_scale = config.loss_norm;  // G of ½‖y − target‖²: undoes dy's 1 / loss_norm
     sign_step.live = scalars.sign();
     // all matrices phase by phase: shared barriers (record_sign_steps)
-    std::vector<SignMatrix*> matrices;
-    std::vector<const Buffer*> grads;
-    for (SignMatrix& sm : signs) {
-      matrices.push_back(&sm);
-      grads.push_back(&sm.kept_gradient());
-    }
-    record_sign_steps(rec, ctx, matrices, grads, sign_step);
-    rec.tag("");
+    record_kept_sign_steps(rec, ctx, signs, sign_step);
     ops::AdamOptions adam = config.scale_adam;
     adam.live = scalars.scale();
     rec.add(ops::adam_cat(ctx, layer.scales, layer.scale_grads, moment1, moment2, mask, floors, layer.scale_count,
