@@ -6,6 +6,7 @@
 // bits of the uninterrupted one; the first step moves each sign and scale
 // as the gradients say; distillation lowers the KL; bad inputs refused.
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
 #include <cstdint>
@@ -216,7 +217,10 @@ std::map<std::string, std::vector<std::uint32_t>> trained(Context& ctx, const mo
 
 GPU_TEST("llama trainer: keep and recompute, a cached teacher and the teacher's forward give the same bits",
          "[model][trainer]") {
+  const model::BlrRoute route = GENERATE(model::BlrRoute::dense, model::BlrRoute::factored);
+  INFO(model::to_string(route) << " route");
   model::LlamaTrainConfig keep = train_config();
+  keep.blr_route = route;
   const auto base = trained(ctx, keep, 2);
   CHECK(first_difference(base, trained(ctx, keep, 2)).empty());  // run after run
   model::LlamaTrainConfig recompute = keep;
@@ -239,7 +243,10 @@ GPU_TEST("llama trainer: the gradients of every blr layer match the f64 model's"
   // and attention's (q, k, v, P, dS on the coopmat path) to f16 where the
   // host rounds only each projection's input: a vector's relative L2 error
   // is bounded at 3e-2 (measured on lavapipe: at most 1.0e-2, most 3e-3 to
-  // 6e-3). A wrong or missing term moves a vector by far more.
+  // 6e-3). A wrong or missing term moves a vector by far more. Both routes
+  // of the blr projections (the dense one stages Ŵ, dy and dŴ instead).
+  const model::BlrRoute route = GENERATE(model::BlrRoute::dense, model::BlrRoute::factored);
+  INFO(model::to_string(route) << " route");
   const io::LlamaConfig c = toy_config();
   const Tensors tensors = toy_tensors(c);
   const auto blr = toy_blr(c, 7);
@@ -272,6 +279,7 @@ GPU_TEST("llama trainer: the gradients of every blr layer match the f64 model's"
     p->plane = Buffer();
   }
   model::LlamaTrainConfig config = train_config();
+  config.blr_route = route;
   config.split = true;
   config.temperature = static_cast<float>(kTemperature);
   model::LlamaTrainer trainer(ctx, c, student, c, teacher, kBatch, config);
@@ -329,7 +337,7 @@ GPU_TEST("llama trainer: the gradients of every blr layer match the f64 model's"
     }
   }
   CHECK(at == block.floats);
-  WARN("worst relative error " << worst << " (" << worst_name << ")");
+  WARN(model::to_string(route) << " route: worst relative error " << worst << " (" << worst_name << ")");
 }
 
 GPU_TEST("llama trainer: recompute keeps only each block's input", "[model][trainer]") {
@@ -570,4 +578,6 @@ GPU_TEST("llama trainer: bad models, settings and batches are refused by name", 
                     ContainsSubstring("cache_rows[9] = 16 is past the cache's 16 rows"));
   CHECK_THROWS_WITH(trainer.set_teacher_cache(cache, 17), ContainsSubstring("17 rows"));
   CHECK_THROWS_WITH(model::memory_plan_from_string("some"), ContainsSubstring("'some'"));
+  CHECK_THROWS_WITH(model::blr_route_from_string("sparse"), ContainsSubstring("blr route 'sparse'"));
+  CHECK(model::blr_route_from_string(model::to_string(model::BlrRoute::factored)) == model::BlrRoute::factored);
 }

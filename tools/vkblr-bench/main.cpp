@@ -13,7 +13,7 @@
 //   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
 //                    [--reps N] [--warmup N]
 //   vkblr-bench adamw [--n N]... [--copy none|f16|bf16] [--decay L] [--cat] [--reps N] [--warmup N]
-//   vkblr-bench model [--case MODEL,SEQSxSEQ[,keep|recompute]]... [--bpw B] [--paths P] [--live-teacher]
+//   vkblr-bench model [--case MODEL,SEQSxSEQ[,keep|recompute][,dense|factored]]... [--bpw B] [--paths P] [--live-teacher]
 //                     [--profile] [--steps N] [--warmup N]
 //   --json (before the subcommand): the results as JSON on stdout, with the
 //          device, driver and the context's GEMM policy they were taken under
@@ -220,9 +220,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> model_cases;
   bench::ModelBenchOptions mopt;
   model->add_option("--case", model_cases,
-                    "MODEL,SEQUENCESxSEQ[,keep|recompute], MODEL ref|qwen0.5b|llama8b (repeatable; default: "
+                    "MODEL,SEQUENCESxSEQ[,keep|recompute][,dense|factored], MODEL ref|qwen0.5b|llama8b (repeatable; default: "
                     "ref,8x1024 and qwen0.5b,1x4096, keep and recompute)")
-      ->check(strict(bench::parse_model_case, "MODEL,SEQUENCESxSEQ[,keep|recompute]"));
+      ->check(strict(bench::parse_model_case, "MODEL,SEQUENCESxSEQ[,keep|recompute][,dense|factored]"));
   model->add_option("--bpw", mopt.bpw, "bits per weight of every projection (the rank for it)")
       ->check(CLI::Range(0.1, 16.0));
   model->add_option("--paths", mopt.paths, "paths per blr layer")->check(CLI::Range(1u, 8u));

@@ -62,7 +62,9 @@ vkblr::io::LlamaConfig model_config(const std::string& name) {
 ModelCase parse_model_case(const std::string& text) {
   ModelCase c;
   const std::size_t a = text.find(',');
-  if (a == std::string::npos) throw std::invalid_argument("'" + text + "': want MODEL,SEQUENCESxSEQ[,keep|recompute]");
+  if (a == std::string::npos) {
+    throw std::invalid_argument("'" + text + "': want MODEL,SEQUENCESxSEQ[,keep|recompute][,dense|factored]");
+  }
   c.model = text.substr(0, a);
   const vkblr::io::LlamaConfig config = model_config(c.model);
   const std::size_t b = text.find(',', a + 1);
@@ -74,12 +76,20 @@ ModelCase parse_model_case(const std::string& text) {
                                             batch[1], config.max_position_embeddings));
   }
   c.batch = {batch[0], batch[1]};
-  if (b != std::string::npos) {
-    try {
-      c.memory = vkblr::model::memory_plan_from_string(text.substr(b + 1));
-    } catch (const vkblr::Error& e) {
-      throw std::invalid_argument(e.what());
+  // the optional memory plan and blr route, in either order
+  for (std::size_t at = b; at != std::string::npos;) {
+    const std::size_t next = text.find(',', at + 1);
+    const std::string word = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (word == "dense" || word == "factored") {
+      c.route = vkblr::model::blr_route_from_string(word);
+    } else {
+      try {
+        c.memory = vkblr::model::memory_plan_from_string(word);
+      } catch (const vkblr::Error& e) {
+        throw std::invalid_argument(std::format("'{}': {} (or dense, factored)", text, e.what()));
+      }
     }
+    at = next;
   }
   return c;
 }
@@ -112,6 +122,7 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
       }
       vkblr::model::LlamaTrainConfig tc;
       tc.memory = c.memory;
+      tc.blr_route = c.route;
       // `steps` steps of a trainer of a fresh student; each step's wall time
       const auto run = [&](std::uint32_t warmup, std::uint32_t steps, std::vector<double>& ms,
                            const std::function<void()>& warm = [] {}) {
@@ -161,8 +172,9 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
 }
 
 std::string format_model_result(const ModelResult& r) {
-  std::string s = std::format("model {} {}x{} {}{}: ", r.c.model, r.c.batch.sequences, r.c.batch.seq,
-                              vkblr::model::to_string(r.c.memory), r.live_teacher ? ", live teacher" : "");
+  std::string s = std::format("model {} {}x{} {} {}{}: ", r.c.model, r.c.batch.sequences, r.c.batch.seq,
+                              vkblr::model::to_string(r.c.memory), vkblr::model::to_string(r.c.route),
+                              r.live_teacher ? ", live teacher" : "");
   if (!r.error.empty()) return s + "error: " + r.error;
   const double gib = 1024.0 * 1024 * 1024;
   s += std::format("{:.0f} tokens/s (median step {:.2f} ms, min {:.2f}); trainer {:.2f} GiB ({:.2f} GiB kept "
@@ -186,6 +198,7 @@ nlohmann::json to_json(const ModelResult& r) {
                       {"sequences", r.c.batch.sequences},
                       {"seq", r.c.batch.seq},
                       {"memory", vkblr::model::to_string(r.c.memory)},
+                      {"route", vkblr::model::to_string(r.c.route)},
                       {"live_teacher", r.live_teacher}};
   if (!r.error.empty()) {
     j["error"] = r.error;

@@ -32,6 +32,7 @@ struct ModelCase {
   std::string model;  // ref, qwen0.5b, llama8b
   vkblr::model::LlamaBatch batch;
   vkblr::model::MemoryPlan memory = vkblr::model::MemoryPlan::keep;
+  vkblr::model::BlrRoute route = vkblr::model::BlrRoute::dense;
 };
 
 struct ModelBenchOptions {

@@ -5,7 +5,7 @@
 //
 //   vkblr-train --model DIR --blr LAYERS.safetensors --train TRAIN.npy --held-out HELDOUT.npy --out OUT
 //       [--windows N] [--steps 100] [--batch 8] [--lr 1e-3] [--warmup 0] [--temperature 1]
-//       [--memory keep|recompute] [--micro-batches K] [--eval-every N] [--checkpoint-every N]
+//       [--memory keep|recompute] [--blr-route dense|factored] [--micro-batches K] [--eval-every N] [--checkpoint-every N]
 //       [--resume OUT/checkpoint.safetensors] [--sample N [--prompt TEXT | --prompt-ids 1,2,3]]
 //   mpirun -np N vkblr-train ...       N ranks, each on its share of every step's windows
 //                                      (built with vkblr::mpi)
@@ -92,6 +92,11 @@ vkblr::train::TrainOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--memory", o.memory, "activations kept from the forward (keep) or each block's recomputed before "
                                        "its backward (recompute): the same bits")
       ->transform(CLI::CheckedTransformer(plans));
+  const std::map<std::string, vkblr::model::BlrRoute> routes{{"dense", vkblr::model::BlrRoute::dense},
+                                                             {"factored", vkblr::model::BlrRoute::factored}};
+  app.add_option("--blr-route", o.blr_route, "how the blr layers run in training: through their dense weight, "
+                                             "formed each step (dense), or path by path (factored)")
+      ->transform(CLI::CheckedTransformer(routes));
   app.add_option("--seed", o.seed, "seed of the windows drawn from a stream and of the data order");
   app.add_option("--micro-batches", o.micro_batches, "cut each step's windows (each rank's share) into K parts, "
                                                      "gradients accumulated before the update")

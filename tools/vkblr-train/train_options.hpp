@@ -43,6 +43,7 @@ struct TrainOptions {
   std::uint32_t warmup = 0;
   float temperature = 1.0f;
   model::MemoryPlan memory = model::MemoryPlan::keep;
+  model::BlrRoute blr_route = model::BlrRoute::dense;
   std::uint64_t seed = 1;
   std::uint32_t micro_batches = 1;
   TeacherMode teacher = TeacherMode::automatic;

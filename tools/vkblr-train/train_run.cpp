@@ -162,6 +162,7 @@ json resume_key(const TrainOptions& o, const std::string& model_xxh3, const Trai
           {"scale_lr", o.scale_rate()},
           {"warmup", o.warmup},
           {"temperature", o.temperature},
+          {"blr_route", model::to_string(o.blr_route)},
           {"seed", o.seed},
           {"eval_every", eval_every},
           {"eval_batch", o.eval_batch},
@@ -193,6 +194,7 @@ json settings_json(const TrainOptions& o, std::uint32_t context, std::uint32_t e
           {"warmup", o.warmup},
           {"temperature", o.temperature},
           {"memory", model::to_string(o.memory)},
+          {"blr_route", model::to_string(o.blr_route)},
           {"seed", o.seed},
           {"teacher", cache ? "cache" : "live"},
           {"eval_every", eval_every},
@@ -399,6 +401,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   // the trainer
   model::LlamaTrainConfig tc;
   tc.memory = o.memory;
+  tc.blr_route = o.blr_route;
   tc.temperature = o.temperature;
   tc.split = parts > 1;
   tc.tokens_per_step = parts > 1 ? o.batch * context : 0;

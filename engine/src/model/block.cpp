@@ -16,12 +16,28 @@
 namespace vkblr::model::detail {
 namespace {
 
-// y[t][n] (+)= x[t][k]·Wᵀ of one projection; bc.staged holds f16(x) for a
-// dense one (x itself is read by a blr one); `accumulate` adds to y (the
-// residual stream) instead of overwriting it.
+// The dense-route staging of a blr projection, or nullptr (a dense
+// projection, or a blr one on the factored route).
+BlrDense* dense_route(const BlockContext& bc, const Projection& p, std::size_t slot) {
+  return bc.dense && p.is_blr() ? (*bc.dense)(slot, *p.blr) : nullptr;
+}
+
+// Whether the projection reads its input as f16 from bc.staged (a dense
+// one, or a blr one on the dense route); a factored blr one reads x itself.
+bool reads_staged(const BlockContext& bc, const Projection& p, std::size_t slot) {
+  return !p.is_blr() || dense_route(bc, p, slot) != nullptr;
+}
+
+// y[t][n] (+)= x[t][k]·Wᵀ of one projection; bc.staged holds f16(x) where
+// reads_staged; `accumulate` adds to y (the residual stream) instead of
+// overwriting it.
 void linear(Recorder& rec, const BlockContext& bc, const Projection& p, std::size_t slot, const Buffer& x,
             const Buffer& y, std::uint32_t n, std::uint32_t k, bool accumulate, const BlrScratchFor& scratch) {
   const std::uint32_t tokens = bc.batch.tokens();
+  if (BlrDense* d = dense_route(bc, p, slot)) {
+    blr_dense_forward(rec, bc.ctx, *p.blr, *d, bc.staged, y, tokens, accumulate);
+    return;
+  }
   if (p.is_blr()) {
     if (p.blr->m != n || p.blr->n != k) {
       fail("llama forward: a blr projection is {}x{}, the model wants {}x{}", p.blr->m, p.blr->n, n, k);
@@ -55,6 +71,10 @@ void linear_backward(Recorder& rec, const BlockContext& bc, const Projection& p,
     const std::span<const BlrSignGrads> sign_grads = signs(slot);
     options.sign_grads = !sign_grads.empty();
     options.accumulate_sign_grads = true;
+    if (BlrDense* d = dense_route(bc, p, slot)) {
+      blr_dense_backward(rec, bc.ctx, *p.blr, *d, x, dy, dx, tokens, sign_grads, options, accumulate);
+      return;
+    }
     const Buffer& target = accumulate ? dx_part : dx;
     blr_backward(rec, bc.ctx, *p.blr, scratch(slot, *p.blr), x, dy, target, tokens, sign_grads, options);
     if (accumulate) rec.add(ops::add_into(bc.ctx, dx_part, dx, tokens * in));
@@ -80,7 +100,7 @@ void linears(Recorder& rec, const BlockContext& bc, std::span<const std::tuple<c
   std::vector<BlrForwardJob> jobs;
   bool side_by_side = true;
   for (const auto& [p, slot, y] : outs) {
-    if (!p->is_blr() || p->blr->n != k) {
+    if (!p->is_blr() || p->blr->n != k || dense_route(bc, *p, slot)) {
       side_by_side = false;
       break;
     }
@@ -109,7 +129,7 @@ void linears_backward(Recorder& rec, const BlockContext& bc,
   bool side_by_side = outs.size() <= std::size(targets);
   for (std::size_t i = 0; side_by_side && i < outs.size(); ++i) {
     const auto& [p, slot, dy] = outs[i];
-    if (!p->is_blr() || p->in != in) {
+    if (!p->is_blr() || p->in != in || dense_route(bc, *p, slot)) {
       side_by_side = false;
       break;
     }
@@ -156,24 +176,28 @@ void record_block_forward(Recorder& rec, const BlockContext& bc, const LlamaWeig
 
   if (a.x_in) rec.copy(x, *a.x_in, stream_bytes);
   rec.add(ops::rmsnorm_fwd(ctx, x, b.input_norm, *a.h1, *a.inv1, norm));
-  if (!(b.q.is_blr() && b.k.is_blr() && b.v.is_blr())) rec.add(ops::cvt(ctx, *a.h1, bc.staged, t, hidden, 1.0f));
+  if (reads_staged(bc, b.q, Slot::q) || reads_staged(bc, b.k, Slot::k) || reads_staged(bc, b.v, Slot::v)) {
+    rec.add(ops::cvt(ctx, *a.h1, bc.staged, t, hidden, 1.0f));
+  }
   linears(rec, bc, std::array{std::tuple{&b.q, std::size_t{Slot::q}, a.q}, std::tuple{&b.k, std::size_t{Slot::k}, a.k},
                              std::tuple{&b.v, std::size_t{Slot::v}, a.v}},
           *a.h1, hidden, scratch);
   rec.add(ops::rope_fwd(ctx, *a.q, bc.positions, bc.rope, rope_shape(bc, c.num_attention_heads)));
   rec.add(ops::rope_fwd(ctx, *a.k, bc.positions, bc.rope, rope_shape(bc, c.num_key_value_heads)));
   rec.add(ops::attention_forward(ctx, *a.q, *a.k, *a.v, *a.attn, *a.lse, attention_shape(bc)));
-  if (!b.o.is_blr()) rec.add(ops::cvt(ctx, *a.attn, bc.staged, t, c.q_size(), 1.0f));
+  if (reads_staged(bc, b.o, Slot::o)) rec.add(ops::cvt(ctx, *a.attn, bc.staged, t, c.q_size(), 1.0f));
   linear(rec, bc, b.o, Slot::o, *a.attn, x, hidden, c.q_size(), true, scratch);
 
   if (a.x_mid) rec.copy(x, *a.x_mid, stream_bytes);
   rec.add(ops::rmsnorm_fwd(ctx, x, b.post_norm, *a.h2, *a.inv2, norm));
-  if (!(b.gate.is_blr() && b.up.is_blr())) rec.add(ops::cvt(ctx, *a.h2, bc.staged, t, hidden, 1.0f));
+  if (reads_staged(bc, b.gate, Slot::gate) || reads_staged(bc, b.up, Slot::up)) {
+    rec.add(ops::cvt(ctx, *a.h2, bc.staged, t, hidden, 1.0f));
+  }
   linears(rec, bc, std::array{std::tuple{&b.gate, std::size_t{Slot::gate}, a.gate},
                              std::tuple{&b.up, std::size_t{Slot::up}, a.up}},
           *a.h2, hidden, scratch);
   rec.add(ops::swiglu_fwd(ctx, *a.gate, *a.up, *a.act, t, inter));
-  if (!b.down.is_blr()) rec.add(ops::cvt(ctx, *a.act, bc.staged, t, inter, 1.0f));
+  if (reads_staged(bc, b.down, Slot::down)) rec.add(ops::cvt(ctx, *a.act, bc.staged, t, inter, 1.0f));
   linear(rec, bc, b.down, Slot::down, *a.act, x, hidden, inter, true, scratch);
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "vkblr/blr.hpp"
+#include "vkblr/blr_dense.hpp"
 #include "vkblr/buffer.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/io/llama_config.hpp"
@@ -61,6 +62,11 @@ struct BlockBuffers {
 // The scratch a blr projection of slot `slot` runs with.
 using BlrScratchFor = std::function<BlrScratch&(std::size_t slot, const BlrLayer& layer)>;
 
+// The dense-route staging a blr projection of slot `slot` runs with
+// (vkblr/blr_dense.hpp); nullptr: the factored route (blr_forward,
+// blr_backward).
+using BlrDenseFor = std::function<BlrDense*(std::size_t slot, const BlrLayer& layer)>;
+
 // What every block of a batch shares.
 struct BlockContext {
   Context& ctx;
@@ -71,6 +77,7 @@ struct BlockContext {
   const Buffer& positions;      // u32 [tokens]: t % seq
   const Buffer& staged;         // f16 [tokens][max(hidden, q_size, inter)]
   const Buffer& blr_out;        // f32 [tokens][hidden]
+  const BlrDenseFor* dense = nullptr;  // null: every blr projection factored
 };
 
 // Records the block's forward on the stream x.

@@ -61,6 +61,14 @@ MemoryPlan memory_plan_from_string(const std::string& name) {
   fail("memory plan '{}': want keep or recompute", name);
 }
 
+const char* to_string(BlrRoute route) noexcept { return route == BlrRoute::dense ? "dense" : "factored"; }
+
+BlrRoute blr_route_from_string(const std::string& name) {
+  if (name == "dense") return BlrRoute::dense;
+  if (name == "factored") return BlrRoute::factored;
+  fail("blr route '{}': want dense or factored", name);
+}
+
 struct LlamaTrainer::Impl {
   Context& ctx;
   io::LlamaConfig config, teacher_config;
@@ -81,6 +89,10 @@ struct LlamaTrainer::Impl {
   // forward)
   std::map<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t, std::size_t>, BlrScratch>
       scratch_by_slot;
+  // dense route: one staging per slot and shape, shared by the blocks
+  std::map<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t, std::size_t>,
+           std::unique_ptr<BlrDense>>
+      dense_by_slot;
 
   Buffer rope, positions, ids, rows, staged, blr_out;
   Buffer x, x_work;  // the stream; recompute: the block's stream again
@@ -102,6 +114,9 @@ struct LlamaTrainer::Impl {
   Graph step_graph, apply_graph, eval_graph;
   std::uint32_t applied = 0, skipped = 0, pending = 0;
   std::uint64_t owned = 0, activations = 0;
+  const detail::BlrDenseFor dense_provider = [this](std::size_t slot, const BlrLayer& layer) {
+    return dense_for(slot, layer);
+  };
 
   Impl(Context& c, const io::LlamaConfig& sc, LlamaWeights& s, const io::LlamaConfig& tc, const LlamaWeights& t,
        const LlamaBatch& b, const LlamaTrainConfig& cfg)
@@ -188,7 +203,7 @@ struct LlamaTrainer::Impl {
     for (std::size_t slot = 0; slot < detail::kSlots; ++slot) {
       std::uint32_t m = 0, n = 0, r = 0, lanes = settings.path_lanes;
       for (const TrainedLayer& l : layers) {
-        if (l.slot != slot) continue;
+        if (l.slot != slot || dense(*l.layer)) continue;
         m = std::max(m, l.layer->m);
         n = std::max(n, l.layer->n);
         r = std::max(r, l.layer->r);
@@ -336,6 +351,22 @@ struct LlamaTrainer::Impl {
     return it->second;
   }
 
+  bool dense(const BlrLayer& layer) const {
+    return settings.blr_route == BlrRoute::dense && blr_dense_fits(layer);
+  }
+
+  BlrDense* dense_for(std::size_t slot, const BlrLayer& layer) {
+    if (!dense(layer)) return nullptr;
+    const auto key = std::tuple{slot, layer.m, layer.n, layer.r, layer.paths.size()};
+    std::unique_ptr<BlrDense>& d = dense_by_slot[key];
+    if (!d) {
+      d = std::make_unique<BlrDense>(ctx, batch.tokens(), layer.m, layer.n, layer.r,
+                                     static_cast<std::uint32_t>(layer.paths.size()));
+      owned += d->bytes();
+    }
+    return d.get();
+  }
+
   void count_scratch(const BlrLayer& layer) {
     const std::uint64_t bytes = f32_bytes(batch.tokens(), std::uint64_t{layer.r} + layer.m) * layer.paths.size();
     owned += bytes;
@@ -343,7 +374,7 @@ struct LlamaTrainer::Impl {
   }
 
   detail::BlockContext block_context() const {
-    return {ctx, config, batch, rope, batch.seq, positions, staged, blr_out};
+    return {ctx, config, batch, rope, batch.seq, positions, staged, blr_out, &dense_provider};
   }
 
   // The forward's buffers of block b: keep, its own; recompute, the shared

@@ -12,9 +12,10 @@
 //   loss  Σ_t τ²·KL(softmax(z_T/τ) ‖ softmax(z/τ)) over the batch's tokens,
 //     z = h·W_headᵀ (ops::kl_distill, vocabulary in slices)
 //   backward through the final norm and every block in reverse: each blr
-//     projection's blr_backward (scale gradients dh, dℓ, dg; sign gradients
-//     G_U, G_V into its sign matrices' kept buffers), the dense ones' input
-//     gradient by the f16 GEMM on a transposed copy of their plane
+//     projection's backward (scale gradients dh, dℓ, dg; sign gradients
+//     G_U, G_V into its sign matrices' kept buffers; BlrRoute below), the
+//     dense ones' input gradient by the f16 GEMM on a transposed copy of
+//     their plane
 //   the non-finite guard over every gradient, then the sign optimizer on
 //     every sign matrix (vkblr/sign.hpp, deferred) and Adam on every blr
 //     layer's scales — or, in split mode, the gradients copied into a
@@ -32,9 +33,10 @@
 //
 // Memory plan (MemoryPlan):
 //   keep       every block's activations (inputs of its norms, q, k, v,
-//              attention output and statistics, gate, up, SwiGLU output) and
-//              every blr layer's forward intermediates (a, c per path) are
-//              kept from the forward: one forward per step;
+//              attention output and statistics, gate, up, SwiGLU output) and,
+//              on the factored route, every blr layer's forward
+//              intermediates (a, c per path) are kept from the forward: one
+//              forward per step;
 //   recompute  only each block's input is kept; the block's forward runs
 //              again just before its backward, into one set of block
 //              buffers and one blr scratch per layer shape: a second
@@ -74,8 +76,21 @@ enum class MemoryPlan : std::uint8_t { keep, recompute };
 const char* to_string(MemoryPlan plan) noexcept;
 MemoryPlan memory_plan_from_string(const std::string& name);  // "keep", "recompute"; Error otherwise
 
+// How the student's blr projections run (the same gradients to f16
+// rounding, not the same bits):
+//   dense     each use forms the layer's weight Ŵ and runs dense GEMMs, the
+//             scale and sign gradients taken from dŴ = dyᵀ·x
+//             (vkblr/blr_dense.hpp): far less data than the factored
+//             passes at a step's many tokens. Layers whose m or n is not a
+//             multiple of 32 run factored.
+//   factored  blr_forward / blr_backward, path by path through the rank.
+enum class BlrRoute : std::uint8_t { dense, factored };
+const char* to_string(BlrRoute route) noexcept;
+BlrRoute blr_route_from_string(const std::string& name);  // "dense", "factored"; Error otherwise
+
 struct LlamaTrainConfig {
   MemoryPlan memory = MemoryPlan::keep;
+  BlrRoute blr_route = BlrRoute::dense;
   float temperature = 1.0f;  // τ of the KL, finite > 0
   // The sign matrices (adam/fact/bop state; deferred is implied) and their
   // step. lr and step are set per step; grad_scale must stay 1 (the trainer
