@@ -21,6 +21,10 @@
 #   peer-fit peer-fit4x
 #              the peer on the calibration tokens (4x them), started from
 #              bpw1's vkblr-fit model file (--from-blr) instead of Dual-SVID
+#   peer-fit-dense
+#              peer-fit with the blr layers through Ŵ formed each step
+#              (--weight-form dense: the same function, the form a user
+#              picks for speed at many tokens per step)
 #   tokens     the token files of vkblr-train (tools/model/export_tokens.py):
 #              the held-out stream and the very windows the peer trains on,
 #              1x and 4x the calibration tokens
@@ -131,7 +135,7 @@ since() { python3 -c "print(round($(now) - $1, 1))"; }
 report_of() {  # the work directory's report of a stage
   case $1 in
     train) echo "$REF/report.json" ;;
-    peer | peer4x | peer-fit | peer-fit4x | vt-* | qwen) echo "$W/$1.json" ;;
+    peer | peer4x | peer-fit | peer-fit4x | peer-fit-dense | vt-* | qwen) echo "$W/$1.json" ;;
     tokens) echo "$W/tokens4x/tokens.json" ;;
     *) echo "$W/$1/report.json" ;;
   esac
@@ -159,11 +163,12 @@ for stage in $stages; do
         $extra "${LW[@]}" --no-dense-eval --resume 2>&1 | grep -v "tokens seen" | tee "$W/$stage.log" | tail -4
       cp "$W/$stage/report.json" "$OUT/$stage.json" 2>/dev/null
       ;;
-    peer | peer4x | peer-fit | peer-fit4x)
+    peer | peer4x | peer-fit | peer-fit4x | peer-fit-dense)
       log "the whole-model peer: $stage"
       tokens=36864; [[ $stage == *4x ]] && tokens=147456
       [ $TOY = 1 ] && { tokens=576; [[ $stage == *4x ]] && tokens=2304; }
       args=("${PEER[@]}")
+      [[ $stage == *-dense ]] && args+=(--weight-form dense)
       if [[ $stage == peer-fit* ]]; then
         # bpw1's model file in place of the size (--bpw / --rank): the peer starts from vkblr-fit's layers
         start=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0])" "$W/bpw1/report.json") \
@@ -281,7 +286,8 @@ for stage, label in (("bpw1", "layer-wise 1 bpw"), ("bpw1.5", "layer-wise 1.5 bp
         rows.append((label, b["bpw"], b["blr"]["bpw"], e["perplexity"], e["bits_per_byte"], fit_s,
                      f"{r['calibration']['tokens']} calibration tokens"))
 for stage, label in (("peer", "peer, calibration tokens"), ("peer4x", "peer, 4x calibration tokens"),
-                     ("peer-fit", "peer from vkblr-fit, cal. tokens"), ("peer-fit4x", "peer from vkblr-fit, 4x")):
+                     ("peer-fit", "peer from vkblr-fit, cal. tokens"), ("peer-fit4x", "peer from vkblr-fit, 4x"),
+                     ("peer-fit-dense", "peer from vkblr-fit, Ŵ formed")):
     r = load(f"{stage}.json")
     if r:
         best, b = r["best"], r["model_bits"]

@@ -8,6 +8,7 @@ logits, after LittleBit's recipe).
         (--bpw 1 | --rank R | --from-blr FILE) [--paths 2] [--layers "model.layers.*_proj"]
         [--train-tokens 36864] [--steps 600] [--batch 8] [--lr 1e-3,3e-3] [--warmup 30]
         [--temperature 1] [--latent-rms 0] [--compile none|default|reduce-overhead|max-autotune|aot-eager]
+        [--weight-form factored|dense]
         [--device cuda] [--eval-every 100] [--eval-documents N] [--flip-check 0]
         [--require-flips] [--seed 1]
 
@@ -136,7 +137,19 @@ class BlrLinear(nn.Module):
         return (flat[at:at + self.m * self.rank].view(self.m, self.rank),
                 flat[at + self.m * self.rank:at + (self.m + self.n) * self.rank].view(self.n, self.rank))
 
+    # "factored": through the rank, path by path; "dense": Ŵ formed from the signs and scales, one matmul
+    # (the same function and gradients; the form a user picks for many tokens per step)
+    form = "factored"
+
     def forward(self, x):
+        if self.form == "dense":
+            w = None
+            for p in range(self.paths):
+                lu, lv = self.latent(p)
+                su, sv = straight_through(lu), straight_through(lv)
+                wp = ((su * self.l[p]) * self.h[p][:, None]) @ (sv * self.g[p][:, None]).T
+                w = wp if w is None else w + wp
+            return x @ w.T
         y = None
         for p in range(self.paths):
             lu, lv = self.latent(p)
@@ -335,6 +348,7 @@ def peer(args) -> dict:
                 parts.append(torch.log_softmax(teacher(chunk).float() / args.temperature, dim=-1))
         teacher_logp = torch.cat(parts)
     teacher_s = time.time() - t0
+    BlrLinear.form = args.weight_form
     student = build_student(teacher, names, init)
     bits_layers = {n + ".weight": types.SimpleNamespace(m=x[0][0].shape[0], n=x[0][1].shape[0],
                                                         rank=x[0][0].shape[1], paths=x, scale_dtype="F16")
@@ -413,6 +427,8 @@ def main(argv=None) -> int:
     size.add_argument("--rank", type=int)
     size.add_argument("--from-blr", help="a vkblr-fit model file: start from its layers")
     parser.add_argument("--paths", type=int, default=2)
+    parser.add_argument("--weight-form", choices=("factored", "dense"), default="factored",
+                        help="the blr layers through their rank (factored) or through Ŵ formed each step (dense)")
     parser.add_argument("--layers", default="model.layers.*_proj")
     parser.add_argument("--train-tokens", type=int, default=9 * 4096)
     parser.add_argument("--steps", type=int, default=600)

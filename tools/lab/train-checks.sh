@@ -4,8 +4,11 @@
 #   suite   $B/vkblr-tests "[model]" under the validation layers
 #   bench   vkblr-bench --json model: tokens/s and memory of a distillation
 #           step at the reference model's shape (8 windows of 1024, as the
-#           peer's batch; keep and recompute; a cached and a live teacher)
-#           and at Qwen-0.5B's (one window of 4096; keep and recompute)
+#           peer's batch; keep and recompute; the dense and the factored
+#           blr route; a cached and a live teacher) and at Qwen-0.5B's (one
+#           window of 4096; keep and recompute)
+#   profile the reference shape's step on the dense route, GPU time per
+#           dispatch name
 # Everything under $OUT is packed into $OUT/train.tgz at the end (only 8
 # files come back from a call).
 #
@@ -15,7 +18,7 @@
 #   for b in vkblr-tests vkblr-bench; do strip -o .gpu/$b build/device/tools/$b 2>/dev/null \
 #     || strip -o .gpu/$b build/device/tests/$b; gzip -f .gpu/$b; done
 # and carry [".gpu", ".devkit/lib", ".devkit/debs", ".devkit/layers.tgz"].
-# Stages: tools/lab/train-checks.sh [stage...] (default: suite bench).
+# Stages: tools/lab/train-checks.sh [stage...] (default: suite bench profile).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 [ -d .devkit/layers ] || { mkdir -p .devkit/layers && tar -C .devkit -xzf .devkit/layers.tgz; }
@@ -28,7 +31,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 STAGE_S=${STAGE_S:-200}
 log() { echo "== $* ($(date +%T))"; }
-stages=${*:-suite bench}
+stages=${*:-suite bench profile}
 want() { [[ " $stages " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 
@@ -40,8 +43,9 @@ fi
 
 if want bench; then
   log "vkblr-bench model"
-  timeout "$STAGE_S" "$B"/vkblr-bench --json model --case ref,8x1024,keep --case ref,8x1024,recompute \
-    --case qwen0.5b,1x4096,keep --case qwen0.5b,1x4096,recompute --steps 20 > "$OUT/model-bench.json"
+  timeout "$STAGE_S" "$B"/vkblr-bench --json model --case ref,8x1024,keep --case ref,8x1024,keep,factored \
+    --case ref,8x1024,recompute --case qwen0.5b,1x4096,keep --case qwen0.5b,1x4096,recompute --steps 20 \
+    > "$OUT/model-bench.json"
   echo "rc $?"
   timeout 60 "$B"/vkblr-bench --json model --case ref,8x1024,keep --live-teacher --steps 20 \
     > "$OUT/model-bench-live.json"
@@ -56,11 +60,18 @@ for name in ("model-bench.json", "model-bench-live.json"):
     for c in r.get("model", []):
         if "error" in c:
             print(c["model"], c["sequences"], c["seq"], c["memory"], "error:", c["error"]); continue
-        print(f'{c["model"]:9} {c["sequences"]}x{c["seq"]} {c["memory"]:9} live={c["live_teacher"]!s:5} '
+        print(f'{c["model"]:9} {c["sequences"]}x{c["seq"]} {c["memory"]:9} {c.get("route", "factored"):8} '
+              f'live={c["live_teacher"]!s:5} '
               f'{c["tokens_per_s"]/1e6:.3f} M tok/s  step {c["step_wall_ms"]["median"]:.2f} ms  '
               f'trainer {c["trainer_bytes"]/2**30:.2f} GiB  kept {c["activation_bytes"]/2**30:.2f} GiB  '
               f'weights {c["weights_bytes"]/2**30:.2f} GiB  KL {c["kl_first"]:.4g} -> {c["kl_last"]:.4g}')
 PY
+fi
+
+if want profile; then
+  log "vkblr-bench model --profile (dense route)"
+  timeout "$STAGE_S" "$B"/vkblr-bench model --case ref,8x1024,keep --profile --steps 5 > "$OUT/model-profile.txt" 2>&1
+  echo "rc $?"; head -40 "$OUT/model-profile.txt"
 fi
 
 tar -C "$OUT" -czf /tmp/train.tgz . && mv /tmp/train.tgz "$OUT/train.tgz"
