@@ -25,6 +25,11 @@
 #              peer-fit with the blr layers through Ŵ formed each step
 #              (--weight-form dense: the same function, the form a user
 #              picks for speed at many tokens per step)
+#   speed      tokens/s alone, without the reference model's training: a
+#              randomly initialised model of its shapes (llama.py, seed 1),
+#              vkblr-train from Dual-SVID and the peer (factored and
+#              --weight-form dense) for 300 steps of the same 8 windows of
+#              1024 (tokens stage), one learning rate each
 #   tokens     the token files of vkblr-train (tools/model/export_tokens.py):
 #              the held-out stream and the very windows the peer trains on,
 #              1x and 4x the calibration tokens
@@ -103,6 +108,9 @@ elif [ $TOY = 1 ]; then
   VT=${VT:-build/release/tools/vkblr-train}
   VT_RUN=(--steps 20 --batch 4 --warmup 3 --eval-every 10)
   VT_SIZE=(--rank 32)
+  SPEED=(--steps 20 --batch 4 --warmup 3 --eval-every 20)
+  SPEED_PEER=(--compile none --device cpu)
+  PRESET=toy
   CONTEXT=64
   DEVICE=cpu
 else
@@ -124,6 +132,9 @@ else
   VT=.gpu/vkblr-train
   VT_RUN=(--steps 600 --batch 8 --warmup 30 --eval-every 150)
   VT_SIZE=(--bpw 1)
+  SPEED=(--steps 300 --batch 8 --warmup 30 --eval-every 300)
+  SPEED_PEER=(--compile reduce-overhead --device cuda)
+  PRESET=reference
   CONTEXT=1024
   DEVICE=cuda
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -135,7 +146,7 @@ since() { python3 -c "print(round($(now) - $1, 1))"; }
 report_of() {  # the work directory's report of a stage
   case $1 in
     train) echo "$REF/report.json" ;;
-    peer | peer4x | peer-fit | peer-fit4x | peer-fit-dense | vt-* | qwen) echo "$W/$1.json" ;;
+    peer | peer4x | peer-fit | peer-fit4x | peer-fit-dense | vt-* | qwen | speed) echo "$W/$1.json" ;;
     tokens) echo "$W/tokens4x/tokens.json" ;;
     *) echo "$W/$1/report.json" ;;
   esac
@@ -223,6 +234,54 @@ if runs:
         print(f"  lr {x['lr']:g}: {x['final']['bits_per_byte']:.4f} bits per byte, ppl {x['final']['perplexity']:.4f}")
 PY
       cp "$W/$stage.json" "$OUT/" 2>/dev/null
+      ;;
+    speed)
+      log "tokens/s of vkblr-train and the peer on a random model of the reference shapes"
+      [ -f "$W/tokens/tokens.json" ] || { echo "model-checks: speed needs the tokens stage first"; exit 1; }
+      rnd=$W/random-ref
+      python3 - "$rnd" $PRESET <<'PY' || exit 1
+import sys
+sys.path.insert(0, "tools/model")
+from checkpoint import save_checkpoint
+from llama import LlamaConfig, LlamaForCausalLM
+model = LlamaForCausalLM(LlamaConfig.preset(sys.argv[2]))
+model.initialize(1)
+save_checkpoint(model, sys.argv[1])
+PY
+      steps=("${SPEED[@]}")
+      "$VT" --model "$rnd" --init dual-svid "${VT_SIZE[@]}" --paths 2 --train "$W/tokens/train_windows.npy" \
+        --held-out "$W/tokens/heldout.npy" "${steps[@]}" --lr 3e-3 --out "$W/speed-vt" --quiet > "$W/speed-vt.log" 2>&1
+      echo "vkblr-train rc $?"; tail -2 "$W/speed-vt.log"
+      for form in factored dense; do
+        python3 tools/lab/qat_peer.py --model "$rnd" --corpus "$CORPUS" --out "$W/speed-peer-$form.json" \
+          --train-tokens $((36 * CONTEXT)) "${VT_SIZE[@]}" "${steps[@]}" --lr 1e-3 "${SPEED_PEER[@]}" \
+          --flip-check 5 --require-flips --weight-form $form 2>&1 | grep -v "^  lr" | tail -3
+      done
+      python3 - "$W" "$W/speed.json" <<'PY'
+import json, os, sys
+w = sys.argv[1]
+def load(p):
+    try:
+        with open(os.path.join(w, p)) as f:
+            return json.load(f)
+    except OSError:
+        return None
+out = {}
+vt = load("speed-vt/report.json")
+if vt:
+    out["vkblr-train"] = {"tokens_per_s": vt.get("tokens_per_s"), "train_s": vt.get("train_s"), "memory": vt.get("memory")}
+for form in ("factored", "dense"):
+    r = load(f"speed-peer-{form}.json")
+    if r:
+        run = r["runs"][0]
+        out[f"peer-{form}"] = {"tokens_per_s": run["final"]["tokens"] / run["train_s"], "train_s": run["train_s"],
+                               "flips": run["flips"], "compile_s": r.get("compile_s")}
+with open(sys.argv[2], "w") as f:
+    json.dump(out, f, indent=1)
+for k, v in out.items():
+    print(f"  {k:18} {v['tokens_per_s'] / 1e6:.3f} M tokens/s ({v['train_s']:.1f} s)")
+PY
+      cp "$W/speed.json" "$OUT/" 2>/dev/null
       ;;
     qwen)
       log "a Qwen-0.5B-shaped model, distilled at size"
