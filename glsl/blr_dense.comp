@@ -7,7 +7,9 @@
 //   blr_dense_expand  F[i][k] = f16(S[i][k] · ROW[i] · COL[k]) into
 //                     PL f16 [rows][ld] at columns col0.. and its transpose
 //                     PLT f16 [ld][rows] at rows col0..; one invocation per
-//                     element, PLT's stores consecutive.
+//                     bitmap word (32 signs), rows fastest: its 32 PL values
+//                     leave as four 16-byte stores, its PLT values one per
+//                     PLT row, consecutive across invocations.
 //   blr_dense_grads   from X f32 [rows][ld] (columns col0..col0+r):
 //                       G[i][k]  (+)= ROW[i] · COL[k] · X[i][k]   f32 [rows][r] (WRITE_G)
 //                       DROW[i]  +=  Σ_k S[i][k] · COL[k] · X[i][k]
@@ -33,17 +35,31 @@ float col_factor(uint k) { return (pc.flags & VKBLR_BLR_DENSE_COL) != 0 ? col_sc
 
 #if MODE == 0
 layout(local_size_x = VKBLR_ELT_WG) in;
-layout(set = 0, binding = 3) writeonly buffer Plane { float16_t plane[]; };
+layout(set = 0, binding = 3) writeonly buffer Plane { uvec4 plane4[]; };
 layout(set = 0, binding = 4) writeonly buffer PlaneT { float16_t plane_t[]; };
 
 void main() {
   const uint i = elt_index();
-  if (i >= pc.rows * pc.r) return;
-  const uint k = i / pc.rows;  // PLT row (within this path)
+  if (i >= pc.rows * pc.words) return;
   const uint row = i % pc.rows;
-  const float16_t value = float16_t(sign_at(row, k) * (row_scale[row] * col_factor(k)));
-  plane_t[(pc.col0 + k) * pc.rows + row] = value;
-  plane[row * pc.ld + pc.col0 + k] = value;
+  const uint w = i / pc.rows;
+  const uint word = bits[row * pc.words + w];
+  const float rf = row_scale[row];
+  uint packed[16];
+  for (uint j = 0; j < 32; j += 2) {
+    const uint k = 32 * w + j;
+    const float16_t a = float16_t(((word >> j) & 1u) != 0 ? rf * col_factor(k) : -(rf * col_factor(k)));
+    const float16_t b =
+        float16_t(((word >> (j + 1)) & 1u) != 0 ? rf * col_factor(k + 1) : -(rf * col_factor(k + 1)));
+    plane_t[(pc.col0 + k) * pc.rows + row] = a;
+    plane_t[(pc.col0 + k + 1) * pc.rows + row] = b;
+    packed[j / 2] = packFloat2x16(f16vec2(a, b));
+  }
+  // PL row `row`, halves col0 + 32w .. +31: 16-byte aligned (ld, col0 multiples of 32)
+  const uint at = (row * pc.ld + pc.col0 + 32 * w) / 8;
+  for (uint q = 0; q < 4; ++q) {
+    plane4[at + q] = uvec4(packed[4 * q], packed[4 * q + 1], packed[4 * q + 2], packed[4 * q + 3]);
+  }
 }
 #else
 layout(local_size_x = VKBLR_BLR_DENSE_ROW_WG) in;

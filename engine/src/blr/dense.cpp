@@ -58,7 +58,7 @@ Dispatch expand(Context& ctx, const BlrDense& d, std::size_t p, const Buffer& bi
       .bind(3, plane, Access::write)
       .bind(4, plane_t, Access::write);
   if (col) x.bind(2, *col, Access::read);
-  x.groups = detail::elt_grid(std::uint64_t{rows} * d.r, "blr_dense_expand");
+  x.groups = detail::elt_grid(std::uint64_t{rows} * (d.r / 32), "blr_dense_expand");
   return x;
 }
 
