@@ -70,7 +70,26 @@ TEST_CASE("train tool: the data order is a permutation per pass, a function of t
   CHECK(again.pass(7) == 2);
   CHECK(again.position(7) == 3);
   CHECK(DataOrder(10, 3, 8).windows(0) != steps[0]);  // another seed
+  // numpy's order: np.random.Generator(np.random.PCG64(7)).permutation(10), twice
+  CHECK(steps[0] == std::vector<std::uint32_t>{8, 0, 7});
+  CHECK(steps[2] == std::vector<std::uint32_t>{2, 4, 5});
+  CHECK(steps[3] == std::vector<std::uint32_t>{4, 2, 8});
   CHECK_THAT(error_of([] { DataOrder(2, 3, 1); }), ContainsSubstring("--batch 3: the training data has 2 windows"));
+}
+
+TEST_CASE("train tool: numpy's permutations, bit for bit", "[train]") {
+  // np.random.Generator(np.random.PCG64(seed)).permutation(n), written by numpy 2.2.4 (the peer's order)
+  NumpyPermutations one(1);
+  CHECK(one.next(36) == std::vector<std::uint32_t>{6,  0,  9, 7,  35, 3,  24, 17, 15, 23, 16, 1,  11, 27, 22, 20, 31, 29,
+                                                   26, 33, 30, 14, 21, 34, 25, 2,  28, 12, 10, 19, 4, 5, 8, 32, 18, 13});
+  NumpyPermutations wide(~0ull);  // a seed of two 32-bit words
+  CHECK(wide.next(36) == std::vector<std::uint32_t>{20, 13, 7,  16, 18, 26, 33, 9,  1,  8,  2,  22, 30, 23, 11, 27, 6,  31,
+                                                    12, 29, 21, 5,  3,  4,  32, 19, 14, 0,  24, 28, 35, 17, 34, 10, 25, 15});
+  NumpyPermutations two(4294967296ull);  // 2^32: one word of zero, then a one
+  CHECK(two.next(3) == std::vector<std::uint32_t>{2, 0, 1});
+  CHECK(two.next(3) == std::vector<std::uint32_t>{1, 2, 0});
+  CHECK(two.next(3) == std::vector<std::uint32_t>{1, 0, 2});
+  CHECK(two.next(1) == std::vector<std::uint32_t>{0});
 }
 
 TEST_CASE("train tool: training windows from a 2-D file or drawn from a stream, and their refusals", "[train][errors]") {

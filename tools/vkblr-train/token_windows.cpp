@@ -59,12 +59,13 @@ DataOrder::DataOrder(std::uint32_t count, std::uint32_t batch, std::uint64_t see
 std::vector<std::uint32_t> DataOrder::windows(std::uint64_t step) {
   const std::uint64_t p = pass(step);
   if (p != current_pass_) {
-    // Fisher–Yates with the generator of pass p (its seed mixes the run's
-    // seed and the pass number through splitmix64, Rng's seeding)
-    fit::Rng rng(seed_ ^ (0x9E3779B97F4A7C15ull * (p + 1)));
-    permutation_.resize(count_);
-    for (std::uint32_t i = 0; i < count_; ++i) permutation_[i] = i;
-    for (std::uint32_t i = count_ - 1; i > 0; --i) std::swap(permutation_[i], permutation_[rng.below(i + 1)]);
+    // numpy's stream of permutations from its start (a jump back) or from
+    // the pass drawn last
+    if (!numpy_ || p < current_pass_ || current_pass_ == ~0ull) {
+      numpy_ = std::make_unique<NumpyPermutations>(seed_);
+      current_pass_ = ~0ull;
+    }
+    for (std::uint64_t next = current_pass_ + 1; next <= p; ++next) permutation_ = numpy_->next(count_);
     current_pass_ = p;
   }
   const std::uint64_t at = position(step);

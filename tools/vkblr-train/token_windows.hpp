@@ -10,16 +10,22 @@
 //
 // Order (DataOrder): the windows are taken `batch` at a time in a seeded
 // permutation; when fewer than `batch` are left in a pass, a new pass
-// starts in a new permutation (the leftover windows wait for it), as
-// tools/lab/qat_peer.py does. The permutation of pass p is a function of
-// (seed, p) alone, so step s's windows are a function of s: a resumed run
-// takes the same windows as the uninterrupted one.
+// starts in a new permutation (the leftover windows wait for it). The
+// permutations are numpy's, np.random.Generator(np.random.PCG64(seed))
+// .permutation(count) drawn pass after pass (numpy_order.hpp): the order
+// tools/lab/qat_peer.py takes the same windows in with the same seed. The
+// permutation of pass p is a function of (seed, p) alone, so step s's
+// windows are a function of s: a resumed run takes the same windows as the
+// uninterrupted one.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "vkblr-train/numpy_order.hpp"
 
 namespace vkblr::train {
 
@@ -54,6 +60,7 @@ class DataOrder {
   std::uint64_t seed_;
   std::uint64_t current_pass_ = ~0ull;
   std::vector<std::uint32_t> permutation_;
+  std::unique_ptr<NumpyPermutations> numpy_;  // has drawn the permutation of current_pass_
 };
 
 // The byte count of the held-out text, for bits per byte: `given` when
