@@ -37,19 +37,13 @@
 #include "vkblr-fit/fit_option_checks.hpp"
 #include "vkblr-fit/manifest/layer_settings.hpp"
 #include "vkblr-fit/manifest/run_manifest.hpp"
+#include "vkblr-fit/tool_exit.hpp"
 #include "vkblr/error.hpp"
 #ifdef VKBLR_FIT_MPI
 #include "vkblr-fit/fit_mpi.hpp"
 #endif
 
 namespace {
-
-// "PATH: what went wrong" (and the second path, where the call had one).
-std::string filesystem_message(const std::filesystem::filesystem_error& e) {
-  std::string message = e.path1().string() + ": " + e.code().message();
-  if (!e.path2().empty()) message += " (with " + e.path2().string() + ")";
-  return message;
-}
 
 // A count on the command line: 0 is refused, since in FitOptions it stands
 // for the device's default, which a user who typed 0 did not ask for.
@@ -212,8 +206,10 @@ vkblr::fit::FitOptions parse(CLI::App& app, int argc, char** argv, ManifestFlags
 // The run on this process, one of `ranks`; returns the exit status.
 int run(const vkblr::fit::FitOptions& options, const ManifestFlags& manifest, vkblr::fit::FitRanks& ranks,
         const std::string& device) {
-  try {
-    if (!options.eval.empty() && ranks.rank() != 0) return 0;  // --eval: rank 0's job
+  const char* too_large = "the inputs or the sizes asked for (--tokens, --batch, --synthetic-m, ...) are too large "
+                          "for this machine";
+  return vkblr::fit::run_to_exit_status(ranks, too_large, [&]() -> std::vector<std::string> {
+    if (!options.eval.empty() && ranks.rank() != 0) return {};  // --eval: rank 0's job
     vkblr::ContextOptions context_options;
     context_options.device = device;
     context_options.validation = options.validate;
@@ -236,20 +232,8 @@ int run(const vkblr::fit::FitOptions& options, const ManifestFlags& manifest, vk
       const vkblr::fit::FitReport report = vkblr::fit::run_fit(ctx, options, ranks);
       if (options.json && ranks.rank() == 0) std::printf("%s\n", vkblr::fit::to_json(report).dump(1).c_str());
     }
-    const std::vector<std::string> messages = ctx.validation_messages();
-    if (messages.empty()) return 0;
-    for (const std::string& m : messages) std::fprintf(stderr, "validation: %s\n", m.c_str());
-    return ranks.fail(std::to_string(messages.size()) + " validation message(s)");
-  } catch (const vkblr::Error& e) {
-    return ranks.fail(e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
-    return ranks.fail(filesystem_message(e));
-  } catch (const std::bad_alloc&) {
-    return ranks.fail("out of host memory: the inputs or the sizes asked for (--tokens, --batch, --synthetic-m, ...) "
-                      "are too large for this machine");
-  } catch (const std::exception& e) {
-    return ranks.fail(std::string("unexpected error: ") + e.what());
-  }
+    return ctx.validation_messages();
+  });
 }
 
 }  // namespace

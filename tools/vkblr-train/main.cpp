@@ -30,18 +30,13 @@
 #include "vkblr-train/train_ranks.hpp"
 #include "vkblr-train/train_run.hpp"
 #include "vkblr-fit/fit_ranks.hpp"
+#include "vkblr-fit/tool_exit.hpp"
 #include "vkblr/error.hpp"
 #ifdef VKBLR_TRAIN_MPI
 #include "vkblr-train/train_mpi.hpp"
 #endif
 
 namespace {
-
-std::string filesystem_message(const std::filesystem::filesystem_error& e) {
-  std::string message = e.path1().string() + ": " + e.code().message();
-  if (!e.path2().empty()) message += " (with " + e.path2().string() + ")";
-  return message;
-}
 
 // A count on the command line: 0 is refused where it would mean "none" to
 // nobody (steps, batch, ...).
@@ -127,27 +122,16 @@ vkblr::train::TrainOptions parse(CLI::App& app, int argc, char** argv) {
 }
 
 int run(const vkblr::train::TrainOptions& options, vkblr::train::TrainRanks& ranks, const std::string& device) {
-  try {
+  const char* too_large = "the model, the token data or the sizes asked for are too large for this machine";
+  return vkblr::fit::run_to_exit_status(ranks, too_large, [&]() -> std::vector<std::string> {
     vkblr::ContextOptions context_options;
     context_options.device = device;
     context_options.validation = options.validate;
     vkblr::Context ctx(context_options);
     const nlohmann::json report = vkblr::train::run_train(ctx, options, ranks);
     if (options.json && ranks.rank() == 0) std::printf("%s\n", report.dump(1).c_str());
-    const std::vector<std::string> messages = ctx.validation_messages();
-    if (messages.empty()) return 0;
-    for (const std::string& m : messages) std::fprintf(stderr, "validation: %s\n", m.c_str());
-    return ranks.fail(std::to_string(messages.size()) + " validation message(s)");
-  } catch (const vkblr::Error& e) {
-    return ranks.fail(e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
-    return ranks.fail(filesystem_message(e));
-  } catch (const std::bad_alloc&) {
-    return ranks.fail("out of host memory: the model, the token data or the sizes asked for are too large for this "
-                      "machine");
-  } catch (const std::exception& e) {
-    return ranks.fail(std::string("unexpected error: ") + e.what());
-  }
+    return ctx.validation_messages();
+  });
 }
 
 }  // namespace
