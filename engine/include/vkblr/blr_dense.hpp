@@ -72,7 +72,8 @@ void blr_dense_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDe
 // The backward of y = x·Ŵᵀ for x f32 [ntok][n], dy f32 [ntok][m]: dx f32
 // [ntok][n] (+)= dy·Ŵ (accumulate_dx), every path's dh, dℓ, dg accumulate,
 // and (options.sign_grads) path p's sign gradients go to sign_grads[p]
-// (empty span: the paths' own g_u / g_v), overwritten or added as
+// (both buffers, as blr_backward's span form checks them; empty span: the
+// paths' own g_u / g_v, none for a path without them), overwritten or added as
 // options.accumulate_sign_grads says. Ŵ is formed anew from the signs and
 // scales as they are. options.gscale: the f16 staging scale of dy and dŴ.
 // Throws vkblr::Error naming the value for a bad shape, buffer or gscale.

@@ -7,6 +7,7 @@
 
 #include "../ops/op_util.hpp"
 #include "path_gemm.hpp"
+#include "sign_destinations.hpp"
 #include "vkblr/blr.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/blr_lane.hpp"
@@ -76,9 +77,7 @@ std::vector<Branch> backward_branches(Context& ctx, const BlrLayer& layer, BlrSc
   require(ntok <= s.ntok, "{}: ntok = {} exceeds the scratch's {}", op, ntok, s.ntok);
   require(s.a.size() == layer.paths.size(), "{}: scratch made for {} paths, the layer has {}", op, s.a.size(),
           layer.paths.size());
-  int exponent = 0;
-  require(o.gscale > 0 && std::isfinite(o.gscale) && std::frexp(o.gscale, &exponent) == 0.5f,
-          "{}: gscale = {} is not a power of two", op, o.gscale);
+  detail::require_gscale(op, o.gscale);
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   const std::uint32_t t32 = round32(ntok);
   const float gs = o.gscale, inv = 1.0f / o.gscale;
@@ -136,35 +135,12 @@ void record_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScra
   }
 }
 
-// Every path's sign-gradient destinations: `given`, checked, or none.
-std::vector<BlrSignGrads> sign_destinations(const char* op, const BlrLayer& layer,
-                                            std::span<const BlrSignGrads> given, const BlrBackward& options) {
-  if (!options.sign_grads) return std::vector<BlrSignGrads>(layer.paths.size());
-  require(given.size() == layer.paths.size(), "{}: {} sign-gradient destinations for {} paths", op, given.size(),
-          layer.paths.size());
-  for (std::size_t p = 0; p < given.size(); ++p) {
-    const std::uint64_t bytes_u = std::uint64_t{layer.m} * layer.r * 4, bytes_v = std::uint64_t{layer.n} * layer.r * 4;
-    for (const auto& [buffer, what, bytes] : {std::tuple{given[p].g_u, "g_u", bytes_u},
-                                              std::tuple{given[p].g_v, "g_v", bytes_v}}) {
-      require(buffer != nullptr && static_cast<bool>(*buffer) && buffer->size() >= bytes,
-              "{}: path {} sign gradient {} holds {} bytes, needs {}", op, p, what,
-              buffer && *buffer ? buffer->size() : 0, bytes);
-    }
-  }
-  return {given.begin(), given.end()};
-}
-
 }  // namespace
 
 void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
                   const Buffer& dx, std::uint32_t ntok, const BlrBackward& options) {
   layer.check("blr_backward");
-  std::vector<BlrSignGrads> own(layer.paths.size());
-  for (std::size_t p = 0; p < own.size(); ++p) {
-    const BlrPath& path = layer.paths[p];
-    if (path.g_u && path.g_v) own[p] = {&path.g_u, &path.g_v};
-  }
-  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, own, options);
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, detail::own_sign_grads(layer), options);
 }
 
 void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch& s, const Buffer& x, const Buffer& dy,
@@ -172,7 +148,7 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
                   const BlrBackward& options) {
   const char* op = "blr_backward";
   layer.check(op);
-  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, sign_destinations(op, layer, sign_grads, options), options);
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, detail::sign_destinations(op, layer, sign_grads, options), options);
 }
 
 void blr_backward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrBackwardJob> jobs, std::uint32_t ntok,
@@ -184,7 +160,7 @@ void blr_backward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrB
     const BlrBackwardJob& j = jobs[i];
     require(j.layer && j.scratch && j.x && j.dy && j.dx, "{}: job {} lacks a layer, scratch, x, dy or dx", op, i);
     j.layer->check(op);
-    out.push_back(sign_destinations(op, *j.layer, j.sign_grads, options));
+    out.push_back(detail::sign_destinations(op, *j.layer, j.sign_grads, options));
     together = together && j.scratch->shared->lanes.size() >= j.layer->paths.size();
     for (std::size_t k = 0; k < i; ++k) {
       require(jobs[k].scratch->shared != j.scratch->shared && jobs[k].dx != j.dx,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../ops/op_util.hpp"
+#include "sign_destinations.hpp"
 #include "vkblr/blr_dense.hpp"
 #include "vkblr/gemm.hpp"
 #include "vkblr/ops/colsum.hpp"
@@ -150,8 +151,7 @@ void blr_dense_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDe
   check_call(op, layer, d, ntok);
   detail::need_bytes(op, "x16", x16, std::uint64_t{ntok} * layer.n * 2);
   detail::need_bytes(op, "y", y, std::uint64_t{ntok} * layer.m * 4);
-  Ops ops = expand_factors(ctx, layer, d);
-  rec.add(ops);
+  rec.add(expand_factors(ctx, layer, d));
   rec.add(weight(ctx, d, false));
   rec.add(gemm(ctx, x16, d.w, GemmB::plane, y, {.m = ntok, .n = layer.m, .k = layer.n, .accumulate = accumulate}));
 }
@@ -161,27 +161,15 @@ void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrD
                         const BlrBackward& options, bool accumulate_dx) {
   const char* op = "blr_dense_backward";
   check_call(op, layer, d, ntok);
-  int exponent = 0;
-  require(options.gscale > 0 && std::isfinite(options.gscale) && std::frexp(options.gscale, &exponent) == 0.5f,
-          "{}: gscale = {} is not a power of two", op, options.gscale);
+  detail::require_gscale(op, options.gscale);
   const auto [m, n, r] = std::array{layer.m, layer.n, layer.r};
   detail::need_bytes(op, "x", x, std::uint64_t{ntok} * n * 4);
   detail::need_bytes(op, "dy", dy, std::uint64_t{ntok} * m * 4);
   detail::need_bytes(op, "dx", dx, std::uint64_t{ntok} * n * 4);
-  require(sign_grads.empty() || sign_grads.size() == layer.paths.size(),
-          "{}: {} sign-gradient destinations for {} paths", op, sign_grads.size(), layer.paths.size());
-  std::vector<BlrSignGrads> dest(layer.paths.size());
-  for (std::size_t p = 0; p < dest.size() && options.sign_grads; ++p) {
-    const BlrPath& path = layer.paths[p];
-    dest[p] = sign_grads.empty() ? BlrSignGrads{path.g_u ? &path.g_u : nullptr, path.g_v ? &path.g_v : nullptr}
-                                 : sign_grads[p];
-    if (!dest[p].g_u || !dest[p].g_v) {
-      dest[p] = {};
-      continue;
-    }
-    detail::need_bytes(op, "g_u", *dest[p].g_u, std::uint64_t{m} * r * 4);
-    detail::need_bytes(op, "g_v", *dest[p].g_v, std::uint64_t{n} * r * 4);
-  }
+  const std::vector<BlrSignGrads> dest =
+      !options.sign_grads      ? std::vector<BlrSignGrads>(layer.paths.size())
+      : sign_grads.empty()     ? detail::own_sign_grads(layer)
+                               : detail::sign_destinations(op, layer, sign_grads, options);
   const float gs = options.gscale, inv = 1.0f / options.gscale;
   const std::uint32_t pr = d.paths * r;
 

@@ -336,9 +336,7 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
                        const AttentionShape& shape, const AttentionOptions& options) {
   const char* op = "attention_backward";
   const Dims d = check_shape(op, ctx, shape);
-  int exponent = 0;
-  require(options.gscale > 0 && std::isfinite(options.gscale) && std::frexp(options.gscale, &exponent) == 0.5f,
-          "{}: gscale = {} is not a power of two", op, options.gscale);
+  detail::require_gscale(op, options.gscale);
   const std::uint64_t q_bytes = std::uint64_t{d.tokens} * d.q_stride * 4;
   const std::uint64_t kv_bytes = std::uint64_t{d.tokens} * d.kv_stride * 4;
   const std::uint64_t lse_bytes = std::uint64_t{d.tokens} * shape.heads * 4;

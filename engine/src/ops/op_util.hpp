@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -53,6 +54,14 @@ inline void need_bytes(const char* op, const char* what, const Transient& t, std
 // Every element count a kernel indexes must stay below 2^32.
 inline void elements_fit(const char* op, std::uint64_t n) {
   require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
+}
+
+// A gradient's f16 staging scale: a finite power of two (so that dividing
+// it back out is exact).
+inline void require_gscale(const char* op, float gscale) {
+  int exponent = 0;
+  require(gscale > 0 && std::isfinite(gscale) && std::frexp(gscale, &exponent) == 0.5f,
+          "{}: gscale = {} is not a power of two", op, gscale);
 }
 
 // Binds the 4-byte elements [first, first + count) of `b` to `slot` of `d`
