@@ -61,7 +61,7 @@ std::vector<std::uint32_t> DataOrder::windows(std::uint64_t step) {
   if (p != current_pass_) {
     // numpy's stream of permutations from its start (a jump back) or from
     // the pass drawn last
-    if (!numpy_ || p < current_pass_ || current_pass_ == ~0ull) {
+    if (!numpy_ || p < current_pass_) {
       numpy_ = std::make_unique<NumpyPermutations>(seed_);
       current_pass_ = ~0ull;
     }
