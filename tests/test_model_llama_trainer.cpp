@@ -183,12 +183,16 @@ std::string first_difference(const std::map<std::string, std::vector<std::uint32
 constexpr float kSignLr = 0.02f, kScaleLr = 0.01f;
 
 // `steps` steps of a fresh student (seed 7) on batches 1.., its snapshot.
+// prepared: prepare() right after construction (before any teacher cache,
+// whose setting records the graphs again).
 std::map<std::string, std::vector<std::uint32_t>> trained(Context& ctx, const model::LlamaTrainConfig& config,
-                                                          int steps, bool cached_teacher = false) {
+                                                          int steps, bool cached_teacher = false,
+                                                          bool prepared = false) {
   const io::LlamaConfig c = toy_config();
   const model::LlamaWeights teacher = dense_toy(ctx, c);
   model::LlamaWeights student = blr_toy(ctx, c);
   model::LlamaTrainer trainer(ctx, c, student, c, teacher, kBatch, config);
+  if (prepared) trainer.prepare();
   std::deque<Buffer> caches;  // where set_teacher_cache's buffers stay
   std::vector<std::uint32_t> rows;
   for (int s = 1; s <= steps; ++s) {
@@ -215,7 +219,8 @@ std::map<std::string, std::vector<std::uint32_t>> trained(Context& ctx, const mo
 
 }  // namespace
 
-GPU_TEST("llama trainer: keep and recompute, a cached teacher and the teacher's forward give the same bits",
+GPU_TEST("llama trainer: keep and recompute, a cached teacher and the teacher's forward, prepared or not, give "
+         "the same bits",
          "[model][trainer]") {
   const model::BlrRoute route = GENERATE(model::BlrRoute::dense, model::BlrRoute::factored);
   INFO(model::to_string(route) << " route");
@@ -227,6 +232,9 @@ GPU_TEST("llama trainer: keep and recompute, a cached teacher and the teacher's 
   recompute.memory = model::MemoryPlan::recompute;
   CHECK(first_difference(base, trained(ctx, recompute, 2)).empty());
   CHECK(first_difference(base, trained(ctx, keep, 2, true)).empty());
+  // graphs recorded ahead of the first step, and again after a cache is set
+  CHECK(first_difference(base, trained(ctx, keep, 2, false, true)).empty());
+  CHECK(first_difference(base, trained(ctx, keep, 2, true, true)).empty());
   // and the steps changed something: signs and scales
   const auto init = trained(ctx, keep, 0);
   CHECK_FALSE(base.at("model.layers.0.mlp.up_proj.weight.scales") ==

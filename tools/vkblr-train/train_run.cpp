@@ -421,6 +421,12 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
                                          init_magnitudes[k], o.latent_rms, 1.0f);
     }
   }
+  // the step's graphs and pipelines now, outside the training clock (the
+  // peer's compile is outside its clock too); the stage's time is reported
+  progress.begin("prepare", 1, "graphs");
+  trainer.prepare();
+  progress.update(1);
+  progress.end();
   const std::uint32_t eval_every = o.eval_every ? o.eval_every : std::max<std::uint32_t>(1, o.steps / 10);
   const bool keyed = o.checkpoint_every > 0 || !o.resume.empty() || ranks.size() > 1;
   const json key = keyed ? resume_key(o, model_checksum(o.model), windows,

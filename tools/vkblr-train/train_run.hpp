@@ -7,7 +7,8 @@
 // and the student's weights uploaded, the student's frozen parts views of
 // the teacher's buffers), teacher (its held-out figures, then its final
 // hidden states of every training window into one device buffer when that
-// fits the budget), init-eval (the student as the blr file has it), train
+// fits the budget), init-eval (the student as the blr file has it), prepare
+// (the step's graphs and pipelines, outside the training clock), train
 // (steps of LlamaTrainer, with eval every --eval-every steps and at the
 // end; checkpoints), sample (--sample), write.
 //

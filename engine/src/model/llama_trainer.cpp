@@ -608,6 +608,11 @@ void LlamaTrainer::set_teacher_cache(const Buffer& hidden, std::uint64_t rows) {
   s.step_graph = Graph();  // recorded again by the next run
 }
 
+void LlamaTrainer::prepare() {
+  Impl& s = *impl_;
+  if (!s.step_graph) s.record_graphs();
+}
+
 LlamaStepResult LlamaTrainer::step(std::span<const std::uint32_t> ids, std::span<const std::uint32_t> cache_rows,
                                    float sign_lr, float scale_lr) {
   Impl& s = *impl_;

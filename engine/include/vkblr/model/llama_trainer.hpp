@@ -154,6 +154,13 @@ class LlamaTrainer {
   // instead of running the teacher's forward. The graphs are recorded anew.
   void set_teacher_cache(const Buffer& hidden, std::uint64_t rows);
 
+  // Records the graphs of step (or accumulate/apply) and loss now, with
+  // their pipelines and transient buffers, instead of at the first call
+  // that needs them: a caller that times its steps calls it first, as
+  // PyTorch's peer compiles before its clock starts. Recording again after
+  // set_teacher_cache is automatic.
+  void prepare();
+
   // One step on ids (u32 [tokens], sequence after sequence; each < vocab,
   // Error naming the position otherwise) and, with a cache, the cache row of
   // each token (Error for a row past the cache). One submit. Not split.
