@@ -5,28 +5,31 @@
 // masks and dS run in f32 (layouts and push constants: attention.h). q, k,
 // v and do are read as their f16 copies (cvt; do staged times gscale); P
 // and dS are rounded to f16 where they enter a product. The same algorithm
-// as attention_plain.comp (see there), tiled for NVIDIA's 16×16×16 fragments
-// and subgroups of 32 within 48 KiB of shared memory:
+// as attention_plain.comp (see there). A workgroup is 4 warps (subgroups);
+// each warp owns F rows of the block and works on them alone between the
+// workgroup's barriers, which only guard the shared K/V (or Q/dO) tiles:
 //
-//   attention_fwd_coopmat   workgroup = 4 warps × F query rows (BQ = 4F),
-//     (query block, head, sequence). Q is held as fragments in registers;
-//     per key block of BK keys the K and V tiles are staged in shared memory
-//     (f16, rows padded by 16 bytes), S = Q·Kᵀ goes through shared memory
-//     to the softmax (WG/BQ invocations per row, f32, base 2), P comes back
-//     as f16 fragments; O stays in accumulators, rescaled by α per row
+//   attention_fwd_coopmat   workgroup = (BQ = 4F query rows, head,
+//     sequence). Q is held as fragments; per key block of BK keys the K and
+//     V tiles are staged in shared memory (f16, rows padded by 16 bytes).
+//     Each warp: S = Q·Kᵀ of its rows into its part of shared memory, the
+//     online softmax of its rows (SG/F invocations per row, f32, base 2), P
+//     back as f16 fragments; O stays in accumulators, rescaled by α per row
 //     through a row-index matrix (an accumulator loaded with each element's
 //     row number: element-wise operations on matrices of one type see the
 //     same element at the same index), then O += P·V.
-//   attention_dq_coopmat    the same blocking; Q and dO held as fragments;
-//     per key block S = Q·Kᵀ and dP = dO·Vᵀ go through shared memory, dS =
-//     P·(dP − delta) comes back as f16, dQ += dS·K.
-//   attention_dkdv_coopmat  workgroup = (2F keys, kv head, sequence); warps
-//     0, 1 hold K rows and accumulate dV, warps 2, 3 hold V rows and
-//     accumulate dK, F keys each. For every query head of the group in
+//   attention_dq_coopmat    the same blocking; Q and dO held as fragments.
+//     Each warp per key block: S = Q·Kᵀ and dP = dO·Vᵀ in accumulators,
+//     dS = P·(dP − delta) element by element in registers (row- and
+//     column-index matrices give each element's place), written as f16 to
+//     its part of shared memory, then dQ += dS·K.
+//   attention_dkdv_coopmat  workgroup = (BK = 4F keys, kv head, sequence);
+//     each warp holds the K and V rows of its F keys as fragments and
+//     accumulates their dK and dV. For every query head of the group in
 //     order and query blocks of BQ from the diagonal on in order: the Q and
-//     dO tiles are staged, Sᵀ = K·Qᵀ (warps 0, 1) and dPᵀ = V·dOᵀ (warps 2,
-//     3) go through shared memory, Pᵀ and dSᵀ come back as f16, then dV +=
-//     Pᵀ·dO and dK += dSᵀ·Q.
+//     dO tiles are staged; each warp: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, Pᵀ and dSᵀ
+//     element by element to f16 in its part of shared memory, then
+//     dV += Pᵀ·dO and dK += dSᵀ·Q.
 // Outputs go through shared memory in column chunks of EPI and only rows
 // inside the sequence are written. Every output element is one
 // accumulator's, summed in a fixed order (fragments in order): the same
@@ -44,8 +47,8 @@
 
 layout(constant_id = ATTN_SPEC_WG_SIZE) const uint WG_SIZE = 128;  // 4 · SG
 layout(constant_id = ATTN_SPEC_D) const uint D = 64;               // head_dim, a multiple of 32
-layout(constant_id = ATTN_SPEC_BQ) const uint BQ = 64;             // query rows per block
-layout(constant_id = ATTN_SPEC_BK) const uint BK = 32;             // fwd, dq: key rows per block (dkdv: 2F)
+layout(constant_id = ATTN_SPEC_BQ) const uint BQ = 64;             // fwd, dq: 4F query rows; dkdv: queries per block
+layout(constant_id = ATTN_SPEC_BK) const uint BK = 64;             // fwd, dq: keys per block; dkdv: 4F keys
 layout(constant_id = ATTN_SPEC_SG) const uint SG = 32;
 layout(constant_id = ATTN_SPEC_F) const uint F = 16;
 layout(constant_id = ATTN_SPEC_EPI) const uint EPI = 64;
@@ -98,18 +101,22 @@ float neg_inf() { return uintBitsToFloat(0xff800000u); }
 // The larger of three sizes (specialization-constant expressions).
 #define MAX3(A, B_, C) ((A) > (B_) ? ((A) > (C) ? (A) : (C)) : ((B_) > (C) ? (B_) : (C)))
 
+// This warp's shared-memory writes made visible to its own invocations,
+// all of which wait here (the warp's scratch needs no workgroup barrier).
+void warp_sync() {
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+}
+
 #if MODE == 0 || MODE == 2
 // ---------------------------------------------------------------- fwd, dq
-const uint SS = BK + 4;  // score row stride (floats)
-const uint SP = BK + 8;  // f16 P / dS row stride (halves)
-// K tile at 0 and V tile at BK·SH8; the Q (and dO) tile at the start; the
-// output's column chunks at the end.
+// The K tile at 0 and the V tile at BK·SH8; the Q (and dO) tile at the
+// start; the output's column chunks at the end.
 shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
-shared float s_s[BQ * SS];
 
 // Writes the accumulators ACC[DF] of every warp's F rows as output rows
 // q0 + r < seq (OUT4 rows STRIDE4 vec4 long, head columns from COL4), each
-// value · SCALE (fwd: / l_s[r] instead).
+// value VALUE of v (the element) and r (the row in the block).
 #define EPILOGUE(ACC, OUT4, ROW0, R0, STRIDE4, COL4, VALUE)                                              \
   for (uint c0 = 0; c0 < D; c0 += EPI) {                                                                 \
     barrier();                                                                                           \
@@ -130,13 +137,14 @@ shared float s_s[BQ * SS];
 #endif
 
 #if MODE == 0
-const uint LPR = WG_SIZE / BQ;  // softmax invocations per row
-const uint CPP = BK / LPR;      // ... and columns of each
+const uint L = SG / F;      // softmax invocations per row
+const uint CPL = BK / L;    // ... and columns of each
+const uint SS = BK + 4;     // score row stride (floats)
+const uint SP = BK + 8;     // f16 P row stride (halves)
+shared float s_s[BQ * SS];  // each warp's F rows of S
 shared float16_t p_s[BQ * SP];
-shared float max_s[BQ * LPR];
-shared float sum_s[BQ * LPR];
-shared float alpha_s[BQ];
-shared float l_s[BQ];
+shared float part_s[BQ * L];  // per row: each invocation's partial max, then sum
+shared float alpha_s[BQ];     // per row: α of the block; at the end l
 
 void main() {
   const uint tid = gl_LocalInvocationIndex;
@@ -148,7 +156,8 @@ void main() {
   const uint row0 = gl_WorkGroupID.z * pc.seq;
   const uint q0 = qb * BQ;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
-  const uint sr = tid / LPR, sp = tid % LPR;  // softmax: row and part
+  const uint wr = warp * F;  // the warp's first row in the block
+  const uint sr = wr + gl_SubgroupInvocationID / L, sp = gl_SubgroupInvocationID % L;  // softmax: row, part
   const uint qi = q0 + sr;
 
   // Q as fragments; the row-index matrix
@@ -157,18 +166,18 @@ void main() {
   barrier();
   FragA qf[DF];
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(qf[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+    coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
   Acc rowid;
   coopMatLoad(rowid, s_s, 0, F, ROW_MAJOR);
   Acc o[DF];
   [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
-  float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its LPR invocations
+  float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its L invocations
 
   const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
   for (uint kb = 0; kb < k_blocks; ++kb) {
     const uint k0 = kb * BK;
-    barrier();  // the previous block (or the Q and row-index loads) is done with kv_s, s_s, p_s
+    barrier();  // every warp is done with kv_s (the previous block, or the Q and row-index loads)
     STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
     STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
     barrier();
@@ -179,43 +188,44 @@ void main() {
         coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
         s = coopMatMulAdd(qf[kk], kt, s);
       }
-      coopMatStore(s, s_s, warp * F * SS + n * F, SS, ROW_MAJOR);
+      coopMatStore(s, s_s, wr * SS + n * F, SS, ROW_MAJOR);
     }
-    barrier();
-    // online softmax of row sr over this block's columns sp·CPP ..
-    float sv[CPP];
+    warp_sync();
+    // online softmax of row sr over this block's columns sp·CPL ..
+    float sv[CPL];
     float part_max = neg_inf();
-    [[unroll]] for (uint c = 0; c < CPP; ++c) {
-      const uint col = sp * CPP + c;
+    [[unroll]] for (uint c = 0; c < CPL; ++c) {
+      const uint col = sp * CPL + c;
       sv[c] = (k0 + col <= qi && qi < pc.seq) ? s_s[sr * SS + col] * pc.scale_log2 : neg_inf();
       part_max = max(part_max, sv[c]);
     }
-    max_s[sr * LPR + sp] = part_max;
-    barrier();
+    part_s[sr * L + sp] = part_max;
+    warp_sync();
     float block_max = neg_inf();
-    [[unroll]] for (uint p = 0; p < LPR; ++p) block_max = max(block_max, max_s[sr * LPR + p]);
+    [[unroll]] for (uint p = 0; p < L; ++p) block_max = max(block_max, part_s[sr * L + p]);
     const float m_new = max(m_run, block_max);
     const float alpha = m_run == neg_inf() ? 0.0 : exp2(m_run - m_new);
     float part_sum = 0.0;
-    [[unroll]] for (uint c = 0; c < CPP; ++c) {
+    [[unroll]] for (uint c = 0; c < CPL; ++c) {
       const float p = sv[c] == neg_inf() ? 0.0 : exp2(sv[c] - m_new);
       part_sum += p;
-      p_s[sr * SP + sp * CPP + c] = float16_t(p);
+      p_s[sr * SP + sp * CPL + c] = float16_t(p);
     }
-    sum_s[sr * LPR + sp] = part_sum;
-    if (sp == 0) alpha_s[sr] = alpha;
     m_run = m_new;
-    barrier();
+    warp_sync();  // every part's max is read before the sums replace it
+    part_s[sr * L + sp] = part_sum;
+    if (sp == 0) alpha_s[sr] = alpha;
+    warp_sync();
     float block_sum = 0.0;
-    [[unroll]] for (uint p = 0; p < LPR; ++p) block_sum += sum_s[sr * LPR + p];
+    [[unroll]] for (uint p = 0; p < L; ++p) block_sum += part_s[sr * L + p];
     l_run = l_run * alpha + block_sum;
     // O = diag(α)·O + P·V
     [[unroll]] for (uint n = 0; n < DF; ++n) {
-      for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha_s[warp * F + uint(rowid[i])];
+      for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha_s[wr + uint(rowid[i])];
     }
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
       FragA pa;
-      coopMatLoad(pa, p_s, warp * F * SP + kk * F, SP, ROW_MAJOR);
+      coopMatLoad(pa, p_s, wr * SP + kk * F, SP, ROW_MAJOR);
       [[unroll]] for (uint n = 0; n < DF; ++n) {
         FragB vb;
         coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
@@ -223,16 +233,18 @@ void main() {
       }
     }
   }
+  warp_sync();  // every α of the last block is read before l replaces it
   if (sp == 0) {
-    l_s[sr] = l_run;
+    alpha_s[sr] = l_run;
     if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run + log2(l_run)) * LN2;
   }
-  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / l_s[r])
+  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
 }
 
 #elif MODE == 2
-shared float dp_s[BQ * SS];
-shared float16_t ds_s[BQ * SP];
+const uint SP = BK + 8;  // f16 dS row stride (halves)
+shared float16_t ds_s[BQ * SP];  // each warp's F rows of dS
+shared float idx_s[2 * F * F];   // the row- and column-index matrices
 shared float lse2_s[BQ];
 shared float delta_s[BQ];
 
@@ -246,8 +258,9 @@ void main() {
   const uint row0 = gl_WorkGroupID.z * pc.seq;
   const uint q0 = qb * BQ;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+  const uint wr = warp * F;  // the warp's first row in the block
 
-  // Q and dO as fragments; the rows' lse and delta
+  // Q and dO as fragments; the rows' lse and delta; the index matrices
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
   for (uint r = tid; r < BQ; r += WG_SIZE) {
     const bool ok = q0 + r < pc.seq;
@@ -255,16 +268,23 @@ void main() {
     lse2_s[r] = ok ? lse[at] * LOG2E : 0.0;
     delta_s[r] = ok ? delta[at] : 0.0;
   }
+  for (uint e = tid; e < F * F; e += WG_SIZE) {
+    idx_s[e] = float(e / F);
+    idx_s[F * F + e] = float(e % F);
+  }
   barrier();
   FragA qf[DF], dof[DF];
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(qf[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+    coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
+  Acc rowid, colid;
+  coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
+  coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
   barrier();
   STAGE16(kv_s, 0, do16, BQ, row0, q0, qs8, h * HV8)
   barrier();
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(dof[kk], kv_s, (warp * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+    coopMatLoad(dof[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
   Acc dq[DF];
   [[unroll]] for (uint n = 0; n < DF; ++n) dq[n] = Acc(0.0);
@@ -272,7 +292,7 @@ void main() {
   const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
   for (uint kb = 0; kb < k_blocks; ++kb) {
     const uint k0 = kb * BK;
-    barrier();  // the previous block (or the dO loads) is done with kv_s, s_s, dp_s, ds_s
+    barrier();  // every warp is done with kv_s (the previous block, or the dO loads)
     STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
     STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
     barrier();
@@ -285,20 +305,18 @@ void main() {
         s = coopMatMulAdd(qf[kk], kt, s);
         dp = coopMatMulAdd(dof[kk], vt, dp);
       }
-      coopMatStore(s, s_s, warp * F * SS + n * F, SS, ROW_MAJOR);
-      coopMatStore(dp, dp_s, warp * F * SS + n * F, SS, ROW_MAJOR);
+      // dS = P·(dP − delta), P = 2^(S·scale − lse), each element at its row and column
+      for (int i = 0; i < s.length(); ++i) {
+        const uint r = wr + uint(rowid[i]), j = n * F + uint(colid[i]);
+        const uint qi = q0 + r;
+        const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s[i] * pc.scale_log2 - lse2_s[r]) : 0.0;
+        ds_s[r * SP + j] = float16_t(p * (dp[i] - delta_s[r]));
+      }
     }
-    barrier();
-    for (uint e = tid; e < BQ * BK; e += WG_SIZE) {
-      const uint r = e / BK, j = e % BK;
-      const uint qi = q0 + r;
-      const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s_s[r * SS + j] * pc.scale_log2 - lse2_s[r]) : 0.0;
-      ds_s[r * SP + j] = float16_t(p * (dp_s[r * SS + j] - delta_s[r]));
-    }
-    barrier();
+    warp_sync();
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
       FragA da;
-      coopMatLoad(da, ds_s, warp * F * SP + kk * F, SP, ROW_MAJOR);
+      coopMatLoad(da, ds_s, wr * SP + kk * F, SP, ROW_MAJOR);
       [[unroll]] for (uint n = 0; n < DF; ++n) {
         FragB kb_;
         coopMatLoad(kb_, kv_s, (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
@@ -311,46 +329,54 @@ void main() {
 
 #else
 // ---------------------------------------------------------------- dkdv
-const uint BKV = 2 * F;    // keys per workgroup: two warps per role
-const uint SSQ = BQ + 4;   // Sᵀ, dPᵀ row stride (floats)
-const uint SPQ = BQ + 8;   // Pᵀ, dSᵀ row stride (halves)
-// The Q tile at 0 and the dO tile at BQ·SH8; the K and V rows at the
-// start; the output's column chunks (4F rows) at the end.
-shared uvec4 qd_s[MAX3(2 * BQ * SH8, 2 * BKV * SH8, 2 * BKV * EPI_STRIDE / 4)];
-shared float s_s[BKV * SSQ];
-shared float dp_s[BKV * SSQ];
-shared float16_t p_s[BKV * SPQ];
-shared float16_t ds_s[BKV * SPQ];
+const uint SPQ = BQ + 8;  // Pᵀ, dSᵀ row stride (halves)
+// The Q tile at 0 and the dO tile at BQ·SH8; the K and V rows of the
+// workgroup's BK keys at the start; the output's column chunks (2·BK rows:
+// dV, then dK) at the end.
+shared uvec4 qd_s[MAX3(2 * BQ * SH8, 2 * BK * SH8, 2 * BK * EPI_STRIDE / 4)];
+shared float16_t p_s[BK * SPQ];   // each warp's F key rows of Pᵀ
+shared float16_t ds_s[BK * SPQ];  // ... and of dSᵀ
+shared float idx_s[2 * F * F];    // the row- and column-index matrices
 shared float lse2_s[BQ];
 shared float delta_s[BQ];
 
 void main() {
   const uint tid = gl_LocalInvocationIndex;
   const uint warp = gl_SubgroupID;
-  const uint role = warp / 2;  // 0: holds K, accumulates dV; 1: holds V, accumulates dK
-  const uint kw = warp % 2;    // the warp's F keys: kw·F ..
+  const uint wk = warp * F;  // the warp's first key in the workgroup's block
   const uint q_blocks = (pc.seq + BQ - 1) / BQ;
   const uint kb = gl_WorkGroupID.x;  // the keys with the most queries first
   const uint g = gl_WorkGroupID.y;
   const uint row0 = gl_WorkGroupID.z * pc.seq;
-  const uint k0 = kb * BKV;
+  const uint k0 = kb * BK;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
 
-  STAGE16(qd_s, 0, k16, BKV, row0, k0, ks8, g * HV8)
-  STAGE16(qd_s, BKV * SH8, v16, BKV, row0, k0, ks8, g * HV8)
-  barrier();
-  FragA kvf[DF];  // role 0: K rows, role 1: V rows
-  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(kvf[kk], qd_s, role * BKV * SH8 + (kw * F * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  STAGE16(qd_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+  STAGE16(qd_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+  for (uint e = tid; e < F * F; e += WG_SIZE) {
+    idx_s[e] = float(e / F);
+    idx_s[F * F + e] = float(e % F);
   }
-  Acc acc[DF];
-  [[unroll]] for (uint n = 0; n < DF; ++n) acc[n] = Acc(0.0);
+  barrier();
+  FragA kf[DF], vf[DF];  // the warp's K and V rows
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(kf[kk], qd_s, (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
+    coopMatLoad(vf[kk], qd_s, BK * SH8 + (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  Acc rowid, colid;
+  coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
+  coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
+  Acc dk[DF], dv[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) {
+    dk[n] = Acc(0.0);
+    dv[n] = Acc(0.0);
+  }
 
   for (uint hh = 0; hh < pc.group; ++hh) {
     const uint h = g * pc.group + hh;
     for (uint qb = k0 / BQ; qb < q_blocks; ++qb) {
       const uint q0 = qb * BQ;
-      barrier();  // the previous query block (or the K, V loads) is done with qd_s and the score arrays
+      barrier();  // every warp is done with qd_s (the previous query block, or the K, V loads)
       STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
       STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
       for (uint i = tid; i < BQ; i += WG_SIZE) {
@@ -360,64 +386,59 @@ void main() {
         delta_s[i] = ok ? delta[at] : 0.0;
       }
       barrier();
-      // role 0: Sᵀ = K·Qᵀ; role 1: dPᵀ = V·dOᵀ (F keys × BQ queries)
+      // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (F keys × F queries at a time), then
+      // Pᵀ and dSᵀ = Pᵀ·(dPᵀ − delta) element by element
       [[unroll]] for (uint n = 0; n < BQ / F; ++n) {
-        Acc x = Acc(0.0);
+        Acc st = Acc(0.0), dpt = Acc(0.0);
         [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-          FragB t;
-          coopMatLoad(t, qd_s, role * BQ * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
-          x = coopMatMulAdd(kvf[kk], t, x);
+          FragB qt, dot;
+          coopMatLoad(qt, qd_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+          coopMatLoad(dot, qd_s, BQ * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+          st = coopMatMulAdd(kf[kk], qt, st);
+          dpt = coopMatMulAdd(vf[kk], dot, dpt);
         }
-        if (role == 0) {
-          coopMatStore(x, s_s, kw * F * SSQ + n * F, SSQ, ROW_MAJOR);
-        } else {
-          coopMatStore(x, dp_s, kw * F * SSQ + n * F, SSQ, ROW_MAJOR);
+        for (int e = 0; e < st.length(); ++e) {
+          const uint j = wk + uint(rowid[e]), i = n * F + uint(colid[e]);
+          const uint qi = q0 + i;
+          const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(st[e] * pc.scale_log2 - lse2_s[i]) : 0.0;
+          p_s[j * SPQ + i] = float16_t(p);
+          ds_s[j * SPQ + i] = float16_t(p * (dpt[e] - delta_s[i]));
         }
       }
-      barrier();
-      for (uint e = tid; e < BKV * BQ; e += WG_SIZE) {
-        const uint j = e / BQ, i = e % BQ;
-        const uint qi = q0 + i;
-        const float p =
-            (k0 + j <= qi && qi < pc.seq) ? exp2(s_s[j * SSQ + i] * pc.scale_log2 - lse2_s[i]) : 0.0;
-        p_s[j * SPQ + i] = float16_t(p);
-        ds_s[j * SPQ + i] = float16_t(p * (dp_s[j * SSQ + i] - delta_s[i]));
-      }
-      barrier();
-      // role 0: dV += Pᵀ·dO; role 1: dK += dSᵀ·Q
+      warp_sync();
+      // dV += Pᵀ·dO, dK += dSᵀ·Q
       [[unroll]] for (uint kk = 0; kk < BQ / F; ++kk) {
-        FragA a;
-        if (role == 0) {
-          coopMatLoad(a, p_s, kw * F * SPQ + kk * F, SPQ, ROW_MAJOR);
-        } else {
-          coopMatLoad(a, ds_s, kw * F * SPQ + kk * F, SPQ, ROW_MAJOR);
-        }
+        FragA pa, da;
+        coopMatLoad(pa, p_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
+        coopMatLoad(da, ds_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
         [[unroll]] for (uint n = 0; n < DF; ++n) {
-          FragB b;
-          coopMatLoad(b, qd_s, (1 - role) * BQ * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
-          acc[n] = coopMatMulAdd(a, b, acc[n]);
+          FragB dob, qb_;
+          coopMatLoad(dob, qd_s, BQ * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+          coopMatLoad(qb_, qd_s, (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+          dv[n] = coopMatMulAdd(pa, dob, dv[n]);
+          dk[n] = coopMatMulAdd(da, qb_, dk[n]);
         }
       }
     }
   }
-  // every warp's F rows: warps 0, 1 -> dv, warps 2, 3 -> dk
+  // every warp's F keys: dV at rows wk.., dK at rows BK + wk.. of each chunk
   const uint ks4 = pc.kv_stride / 4;
   for (uint c0 = 0; c0 < D; c0 += EPI) {
     barrier();
     [[unroll]] for (uint n = 0; n < DF; ++n) {
       if (n * F >= c0 && n * F < c0 + EPI) {
-        coopMatStore(acc[n], qd_s, (warp * F * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR);
+        coopMatStore(dv[n], qd_s, (wk * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR);
+        coopMatStore(dk[n], qd_s, ((BK + wk) * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR);
       }
     }
     barrier();
-    for (uint e = tid; e < 2 * BKV * EPI / 4; e += WG_SIZE) {
+    for (uint e = tid; e < 2 * BK * EPI / 4; e += WG_SIZE) {
       const uint rr = e / (EPI / 4), cc = (e % (EPI / 4)) * 4;
-      const uint w = rr / F;
-      const uint key = k0 + (w % 2) * F + rr % F;
+      const uint key = k0 + rr % BK;
       if (key < pc.seq) {
         const vec4 v = uintBitsToFloat(qd_s[(rr * EPI_STRIDE + cc) / 4]);
         const uint at = (row0 + key) * ks4 + g * D / 4 + (c0 + cc) / 4;
-        if (w < 2) {
+        if (rr < BK) {
           dv4[at] = v * pc.dv_scale;
         } else {
           dk4[at] = v * pc.dk_scale;

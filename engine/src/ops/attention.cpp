@@ -124,8 +124,9 @@ std::optional<std::uint32_t> plain_rows(const Caps& caps, Pass pass, std::uint32
 }
 
 // Cooperative-matrix kernels: 4 warps of the device's subgroup size, F×F×F
-// fragments. fwd, dq: BQ = 4F query rows, BK keys per block; dkdv: 2F keys,
-// BQ queries per block. epi: output columns per epilogue chunk.
+// fragments, each warp F rows of the block. fwd, dq: BQ = 4F query rows,
+// BK keys per block; dkdv: BK = 4F keys, BQ queries per block. epi: output
+// columns per epilogue chunk.
 struct CoopTile {
   std::uint32_t f = 0, sg = 0, bq = 0, bk = 0, epi = 0;
   std::uint64_t shared = 0;
@@ -140,8 +141,8 @@ std::uint32_t epilogue_cols(std::uint32_t d, std::uint32_t f, std::uint32_t rows
   return 0;
 }
 
-// The tile of `pass` (the shader's shared arrays, in bytes, mirrored), or
-// nothing when none fits the device.
+// The tile of `pass` (the shader's shared arrays, in bytes, mirrored), the
+// longest block that fits, or nothing when none fits the device.
 std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) {
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
@@ -150,6 +151,7 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) 
     return std::nullopt;
   }
   const std::uint64_t sh8 = (d + 8) / 8;
+  const std::uint64_t index_matrices = 4ull * 2 * f * f;
   for (std::uint32_t block : {64u, 32u, 16u}) {
     if (block % f != 0) continue;
     CoopTile t;
@@ -157,22 +159,21 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) 
     t.sg = sg;
     std::uint64_t vecs = 0;
     if (pass == Pass::dkdv) {
-      const std::uint64_t bkv = 2 * f;
+      t.bk = kWarps * f;
       t.bq = block;
-      t.bk = static_cast<std::uint32_t>(bkv);
-      vecs = std::max(2 * t.bq * sh8, 2 * bkv * sh8);
+      vecs = std::max(2 * t.bq * sh8, 2 * t.bk * sh8);
       t.epi = epilogue_cols(d, f, 2 * t.bk, vecs);
-      t.shared = 16 * vecs + 2 * 4 * bkv * (t.bq + 4) + 2 * 2 * bkv * (t.bq + 8) + 2 * 4 * t.bq;
+      t.shared = 16 * vecs + 2ull * 2 * t.bk * (t.bq + 8) + index_matrices + 4ull * 2 * t.bq;
     } else {
       t.bq = kWarps * f;
       t.bk = block;
-      const std::uint32_t lpr = kWarps * sg / t.bq;  // softmax invocations per row
+      const std::uint32_t lpr = sg / f;  // softmax invocations per row
       if (t.bk % lpr != 0) continue;
       vecs = std::max(2 * t.bk * sh8, t.bq * sh8);
       t.epi = epilogue_cols(d, f, t.bq, vecs);
-      const std::uint64_t scores = 4ull * t.bq * (t.bk + 4), halves = 2ull * t.bq * (t.bk + 8);
-      t.shared = pass == Pass::forward ? 16 * vecs + scores + halves + 4ull * (2 * t.bq * lpr + 2 * t.bq)
-                                       : 16 * vecs + 2 * scores + halves + 4ull * 2 * t.bq;
+      const std::uint64_t halves = 2ull * t.bq * (t.bk + 8);
+      t.shared = pass == Pass::forward ? 16 * vecs + 4ull * t.bq * (t.bk + 4) + halves + 4ull * t.bq * (lpr + 1)
+                                       : 16 * vecs + halves + index_matrices + 4ull * 2 * t.bq;
     }
     if (t.epi != 0 && t.shared <= caps.max_shared_memory) return t;
   }
