@@ -14,7 +14,7 @@
 //                    [--reps N] [--warmup N]
 //   vkblr-bench adamw [--n N]... [--copy none|f16|bf16] [--decay L] [--cat] [--reps N] [--warmup N]
 //   vkblr-bench model [--case MODEL,SEQSxSEQ[,keep|recompute][,dense|factored]]... [--bpw B] [--paths P] [--live-teacher]
-//                     [--profile] [--steps N] [--warmup N]
+//                     [--profile [--trace FILE]] [--steps N] [--warmup N]
 //   --json (before the subcommand): the results as JSON on stdout, with the
 //          device, driver and the context's GEMM policy they were taken under
 //
@@ -227,7 +227,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 16.0));
   model->add_option("--paths", mopt.paths, "paths per blr layer")->check(CLI::Range(1u, 8u));
   model->add_flag("--live-teacher", mopt.live_teacher, "run the teacher's forward in every step (no cache)");
-  model->add_flag("--profile", mopt.profile, "also GPU time per dispatch name (a second, profiled trainer)");
+  CLI::Option* model_profile =
+      model->add_flag("--profile", mopt.profile, "also GPU time per dispatch name (a second, profiled trainer)");
+  model->add_option("--trace", mopt.trace, "with --profile: write the profiled steps as a Chrome trace (JSON) here")
+      ->needs(model_profile);
   model->add_option("--steps", mopt.steps, "timed steps (>= 3)")->check(CLI::Range(3u, 100000u));
   model->add_option("--warmup", mopt.warmup, "untimed steps first")->check(CLI::Range(0u, 100000u));
 

@@ -16,6 +16,45 @@
 namespace bench {
 namespace {
 
+// The exclusive attribution of `events` (ProfileEvent, several submits):
+// per submit, every stretch between two consecutive start/end instants is
+// split equally among the dispatches running through it; stretches with
+// none running are idle. Totals over all submits, in µs.
+struct Exclusive {
+  std::map<std::string, double> per_name_us;
+  double busy_us = 0, idle_us = 0;
+};
+Exclusive exclusive_times(const std::vector<vkblr::ProfileEvent>& events) {
+  Exclusive out;
+  std::map<std::uint64_t, std::vector<const vkblr::ProfileEvent*>> by_submit;
+  for (const vkblr::ProfileEvent& e : events) {
+    if (e.name.find('/') == std::string::npos) by_submit[e.submit].push_back(&e);
+  }
+  for (const auto& [submit, list] : by_submit) {
+    std::vector<double> cuts;
+    for (const vkblr::ProfileEvent* e : list) {
+      cuts.push_back(e->start_us);
+      cuts.push_back(e->start_us + e->duration_us);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const double a = cuts[i], b = cuts[i + 1];
+      if (b <= a) continue;
+      std::vector<const vkblr::ProfileEvent*> running;
+      for (const vkblr::ProfileEvent* e : list) {
+        if (e->start_us <= a && e->start_us + e->duration_us >= b) running.push_back(e);
+      }
+      if (running.empty()) {
+        out.idle_us += b - a;
+        continue;
+      }
+      out.busy_us += b - a;
+      for (const vkblr::ProfileEvent* e : running) out.per_name_us[e->name] += (b - a) / double(running.size());
+    }
+  }
+  return out;
+}
+
 vkblr::io::LlamaConfig shape(std::uint32_t vocab, std::uint32_t hidden, std::uint32_t inter, std::uint32_t layers,
                              std::uint32_t heads, std::uint32_t kv_heads, std::uint32_t head_dim,
                              std::uint32_t positions, bool tied) {
@@ -160,6 +199,11 @@ std::vector<ModelResult> run_model_bench(vkblr::Context& ctx, const ModelBenchOp
         run(1, 3, profiled, [&] { prof.reset(); });
         prof.enable(false);
         for (const auto& [name, total_] : prof.totals()) res.per_name_ms[name] = total_.total_us * 1e-3 / 3;
+        const Exclusive ex = exclusive_times(prof.events());
+        for (const auto& [name, us] : ex.per_name_us) res.exclusive_ms[name] = us * 1e-3 / 3;
+        res.busy_ms = ex.busy_us * 1e-3 / 3;
+        res.idle_ms = ex.idle_us * 1e-3 / 3;
+        if (!o.trace.empty()) prof.write_chrome_trace(o.trace);
         prof.reset();
       }
     } catch (const std::exception& e) {  // vkblr::Error, or host memory
@@ -190,6 +234,15 @@ std::string format_model_result(const ModelResult& r) {
   std::sort(by_time.rbegin(), by_time.rend());
   if (!by_time.empty()) s += std::format("\n    GPU busy {:.3f} ms/step; by dispatch name:", busy);
   for (const auto& [ms, name] : by_time) s += std::format("\n    {:<36} {:.4f} ms/step", name, ms);
+  if (!r.exclusive_ms.empty()) {
+    std::vector<std::pair<double, std::string>> ex;
+    for (const auto& [name, ms] : r.exclusive_ms) ex.emplace_back(ms, name);
+    std::sort(ex.rbegin(), ex.rend());
+    s += std::format("\n    GPU time shared among the dispatches running at once: busy {:.3f} ms/step, idle (between "
+                     "dispatches) {:.3f} ms/step; by dispatch name:",
+                     r.busy_ms, r.idle_ms);
+    for (const auto& [ms, name] : ex) s += std::format("\n    {:<36} {:.4f} ms/step", name, ms);
+  }
   return s;
 }
 
@@ -213,6 +266,11 @@ nlohmann::json to_json(const ModelResult& r) {
   j["kl_last"] = r.last_loss;
   j["blr_layers"] = r.blr_layers;
   if (!r.per_name_ms.empty()) j["per_name_ms"] = r.per_name_ms;
+  if (!r.exclusive_ms.empty()) {
+    j["exclusive_ms"] = r.exclusive_ms;
+    j["busy_ms"] = r.busy_ms;
+    j["idle_ms"] = r.idle_ms;
+  }
   return j;
 }
 

@@ -43,6 +43,7 @@ struct ModelBenchOptions {
   std::uint32_t warmup = 3;
   std::uint32_t steps = 20;  // timed
   bool profile = false;      // then GPU time per dispatch name, from a second trainer
+  std::string trace;         // --profile: the profiled steps as a Chrome trace here ("" none)
   bool quiet = false;
 };
 
@@ -57,6 +58,11 @@ struct ModelResult {
   double weights_bytes = 0;  // student and teacher, as uploaded
   std::uint32_t blr_layers = 0;
   std::map<std::string, double> per_name_ms;  // --profile: GPU ms per step by dispatch name ("tag/name" too)
+  // --profile: each instant of a step's submit shared equally by the
+  // dispatches running then, summed per name (ms per step; they add up to
+  // the submit's busy time), the busy time and the gaps with none running.
+  std::map<std::string, double> exclusive_ms;
+  double busy_ms = 0, idle_ms = 0;
 };
 
 // The config of a named model shape; throws std::invalid_argument for
