@@ -4,9 +4,11 @@
 // [m][k] f32. Element for element the value cvt / cvt_col stage. A 32×32
 // tile goes through shared memory (rows padded to 33: no bank conflicts) so
 // both the reads and the writes are coalesced; rows and outputs are
-// multiples of 32.
+// multiples of 32. cvt_t_rows also writes ROWS[t][r] for t < m, r < k (the
+// row-major staging cvt makes, the same values) from the same read.
 // @variant cvt_t MODE=0
 // @variant cvt_t_col MODE=1
+// @variant cvt_t_rows MODE=2
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "cvt.h"
@@ -18,6 +20,9 @@ layout(set = 0, binding = 0) readonly buffer Src { float src[]; };
 layout(set = 0, binding = 1) readonly buffer Col { float col[]; };
 #endif
 layout(set = 0, binding = 2) writeonly buffer Dst { float16_t dst[]; };
+#if MODE == 2
+layout(set = 0, binding = 3) writeonly buffer Rows { float16_t rows16[]; };
+#endif
 
 shared float tile[32 * 33];
 
@@ -35,6 +40,9 @@ void main() {
       v = staged(src[t * pc.k + r], col[r], pc.scale);
 #else
       v = src[t * pc.k + r] * pc.scale;
+#endif
+#if MODE == 2
+      rows16[t * pc.k + r] = float16_t(v);
 #endif
     }
     tile[(ly + j) * 33 + lx] = v;

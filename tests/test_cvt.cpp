@@ -117,6 +117,23 @@ GPU_TEST("cvt_t is cvt transposed bit for bit, padding zero", "[ops]") {
   }
 }
 
+GPU_TEST("cvt_t_rows writes cvt_t's and cvt's stagings bit for bit", "[ops]") {
+  const std::uint32_t ntok = 70, k = 200, tok_rows = 96, k_rows = 224;
+  const float scale = 1024.0f;
+  Buffer bx = ctx.upload(vkt::random_floats(ntok * k, 7, 3.0f));
+  Buffer a = poisoned16(ctx, ntok * k), t = poisoned16(ctx, k_rows * tok_rows);
+  Buffer rows = poisoned16(ctx, ntok * k), both = poisoned16(ctx, k_rows * tok_rows);
+  Recorder rec(ctx);
+  rec.add(ops::cvt(ctx, bx, a, ntok, k, scale));
+  rec.add(ops::cvt_t(ctx, bx, nullptr, t, ntok, k, scale, k_rows, tok_rows));
+  rec.add(ops::cvt_t_rows(ctx, bx, both, rows, ntok, k, scale, k_rows, tok_rows));
+  rec.run();
+  CHECK(vkt::count_bit_diffs(halves(rows, ntok * k), halves(a, ntok * k)) == 0);
+  CHECK(vkt::count_bit_diffs(halves(both, k_rows * tok_rows), halves(t, k_rows * tok_rows)) == 0);
+  // the row-major copy may not overlap the transposed one
+  CHECK_THROWS_AS(ops::cvt_t_rows(ctx, bx, both, both, ntok, k, scale, k_rows, tok_rows), Error);
+}
+
 GPU_TEST("staging ops refuse bad shapes and small buffers", "[ops][errors]") {
   Buffer src = ctx.buffer(64 * 4), col = ctx.buffer(8 * 4), dst = ctx.buffer(64 * 2);
   CHECK_THROWS_AS(ops::cvt_col(ctx, src, col, dst, 4, 16, 1.0f), Error);     // col too small

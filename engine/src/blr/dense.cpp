@@ -173,15 +173,14 @@ void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrD
   const float gs = options.gscale, inv = 1.0f / options.gscale;
   const std::uint32_t pr = d.paths * r;
 
-  // Ŵᵀ from the signs and scales as they are; dx (+)= dy·Ŵ
+  // Ŵᵀ from the signs and scales as they are (through w32, which dŴ takes next)
   rec.add(expand_factors(ctx, layer, d));
   rec.add(weight(ctx, d, true));
-  rec.add(ops::cvt(ctx, dy, d.dy16, ntok, m, gs));
+  // dŴ = dyᵀ·x, staged at gs both ways (dy also row-major into dy16); dx (+)= dy·Ŵ
+  rec.add(weight_grad(ctx, x, dy, d.xt, d.dyt, d.w32, ntok, m, n, gs, &d.dy16));
   rec.add(gemm(ctx, d.dy16, d.w_t, GemmB::plane, dx,
                {.m = ntok, .n = n, .k = m, .oscale = inv, .accumulate = accumulate_dx}));
-  // dŴ = dyᵀ·x, staged at gs both ways
-  rec.add(weight_grad(ctx, x, dy, d.xt, d.dyt, d.w32, ntok, m, n, gs));
-  rec.add(Ops{ops::cvt(ctx, d.w32, d.dw16, m, n, gs), ops::cvt_t(ctx, d.w32, nullptr, d.dw16_t, m, n, gs, n, m)});
+  rec.add(ops::cvt_t_rows(ctx, d.w32, d.dw16_t, d.dw16, m, n, gs, n, m));
   // N = dŴ·V [m][P·r], P = dŴᵀ·U [n][P·r], every path at once
   rec.add(gemm(ctx, d.dw16, d.v_t, GemmB::plane, d.nu, {.m = m, .n = pr, .k = n, .oscale = inv}));
   rec.add(gemm(ctx, d.dw16_t, d.u_t, GemmB::plane, d.pv, {.m = n, .n = pr, .k = m, .oscale = inv}));

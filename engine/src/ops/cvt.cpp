@@ -2,6 +2,7 @@
 #include "cvt.h"
 
 #include "op_util.hpp"
+#include "ranges.hpp"
 #include "vkblr/ops/cvt.hpp"
 
 namespace vkblr::ops {
@@ -109,16 +110,18 @@ Dispatch cvt_multi(Context& ctx, const Buffer& src, std::span<const Buffer* cons
   return d;
 }
 
-Dispatch cvt_t(Context& ctx, const Buffer& src, const Buffer* col, const Buffer& dst, std::uint32_t m, std::uint32_t k,
-               float scale, std::uint32_t k_rows, std::uint32_t tok_rows) {
-  const char* op = "cvt_t";
+namespace {
+// cvt_t, and with `rows` cvt_t_rows.
+Dispatch transposed(const char* op, Context& ctx, const Buffer& src, const Buffer* col, const Buffer& dst,
+                    const Buffer* rows, std::uint32_t m, std::uint32_t k, float scale, std::uint32_t k_rows,
+                    std::uint32_t tok_rows) {
   dim(op, "m", m);
   dim(op, "k", k);
   if (k_rows == 0) k_rows = (k + 31) / 32 * 32;
   if (tok_rows == 0) tok_rows = (m + 31) / 32 * 32;
-  require(k_rows >= k && k_rows % 32 == 0, "cvt_t: k_rows = {} must be a multiple of 32 and >= k = {}", k_rows, k);
-  require(tok_rows >= m && tok_rows % 32 == 0, "cvt_t: tok_rows = {} must be a multiple of 32 and >= m = {}", tok_rows,
-          m);
+  require(k_rows >= k && k_rows % 32 == 0, "{}: k_rows = {} must be a multiple of 32 and >= k = {}", op, k_rows, k);
+  require(tok_rows >= m && tok_rows % 32 == 0, "{}: tok_rows = {} must be a multiple of 32 and >= m = {}", op,
+          tok_rows, m);
   detail::elements_fit(op, std::uint64_t{k_rows} * tok_rows);
   need_bytes(op, "src", src, std::uint64_t{m} * k * 4);
   need_bytes(op, "dst", dst, std::uint64_t{k_rows} * tok_rows * 2);
@@ -128,14 +131,33 @@ Dispatch cvt_t(Context& ctx, const Buffer& src, const Buffer* col, const Buffer&
   p.rows = tok_rows;
   p.outputs = k_rows;
   p.scale = scale;
-  Dispatch d = detail::make_dispatch(ctx, col ? detail::KernelId::cvt_t_col : detail::KernelId::cvt_t, "cvt_t");
+  const detail::KernelId id = rows ? detail::KernelId::cvt_t_rows
+                              : col ? detail::KernelId::cvt_t_col
+                                    : detail::KernelId::cvt_t;
+  Dispatch d = detail::make_dispatch(ctx, id, "cvt_t");
   d.set_push(p).bind(0, src, Access::read).bind(2, dst, Access::write);
   if (col) {
     need_bytes(op, "col", *col, std::uint64_t{k} * 4);
     d.bind(1, *col, Access::read);
   }
+  if (rows) {
+    need_bytes(op, "rows", *rows, std::uint64_t{m} * k * 2);
+    detail::require_apart(op, "rows", *rows, std::uint64_t{m} * k * 2, "dst", dst, std::uint64_t{k_rows} * tok_rows * 2);
+    d.bind(3, *rows, Access::write);
+  }
   d.groups = {tok_rows / 32, k_rows / 32, 1};
   return d;
+}
+}  // namespace
+
+Dispatch cvt_t(Context& ctx, const Buffer& src, const Buffer* col, const Buffer& dst, std::uint32_t m, std::uint32_t k,
+               float scale, std::uint32_t k_rows, std::uint32_t tok_rows) {
+  return transposed("cvt_t", ctx, src, col, dst, nullptr, m, k, scale, k_rows, tok_rows);
+}
+
+Dispatch cvt_t_rows(Context& ctx, const Buffer& src, const Buffer& dst, const Buffer& rows, std::uint32_t m,
+                    std::uint32_t k, float scale, std::uint32_t k_rows, std::uint32_t tok_rows) {
+  return transposed("cvt_t_rows", ctx, src, nullptr, dst, &rows, m, k, scale, k_rows, tok_rows);
 }
 
 }  // namespace vkblr::ops

@@ -35,5 +35,9 @@ Dispatch cvt_multi(Context& ctx, const Buffer& src, std::span<const Buffer* cons
 // cvt_col stage.
 Dispatch cvt_t(Context& ctx, const Buffer& src, const Buffer* col, const Buffer& dst, std::uint32_t m, std::uint32_t k,
                float scale, std::uint32_t k_rows = 0, std::uint32_t tok_rows = 0);
+// cvt_t (no col) that also writes the row-major staging cvt makes, rows f16
+// [m][k] = f16(src · scale), from the same read of src.
+Dispatch cvt_t_rows(Context& ctx, const Buffer& src, const Buffer& dst, const Buffer& rows, std::uint32_t m,
+                    std::uint32_t k, float scale, std::uint32_t k_rows = 0, std::uint32_t tok_rows = 0);
 
 }  // namespace vkblr::ops
