@@ -7,6 +7,7 @@
 #include <cmath>
 #include <format>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "../train/step_scalars.hpp"
@@ -467,6 +468,9 @@ struct LlamaTrainer::Impl {
         return {};
       };
       detail::record_block_backward(rec, bc, student.blocks[b], a, g, dx, scratch, signs_of, backward);
+      // a step's gradients of this block are complete: their sums of squares
+      // run beside the blocks before it instead of after the whole backward
+      if (!settings.split) record_sums(rec, b);
     }
   }
 
@@ -474,21 +478,38 @@ struct LlamaTrainer::Impl {
     for (const TrainedLayer& l : layers) rec.fill(l.layer->scale_grads, 0);
   }
 
-  // The guard, the sign steps and Adam on the summed gradients in place.
-  void record_update(Recorder& rec) {
-    std::uint32_t row = 0;
-    const auto partials = [&](std::uint32_t count) {
-      Buffer part = grad_partials.view(std::uint64_t{row} * ops::kSumsqPartials * 4,
-                                             std::uint64_t{count} * ops::kSumsqPartials * 4);
-      row += count;
-      return part;
+  // The guard's sums of squares of the gradients of block `of_block`'s
+  // layers (every layer's when none), into their rows of grad_partials:
+  // every layer's scale segments in order, then every sign matrix in order.
+  void record_sums(Recorder& rec, std::optional<std::size_t> of_block) {
+    const auto partials = [&](std::uint32_t row, std::uint32_t count) {
+      return grad_partials.view(std::uint64_t{row} * ops::kSumsqPartials * 4,
+                                std::uint64_t{count} * ops::kSumsqPartials * 4);
     };
+    std::uint32_t row = 0;
     for (const TrainedLayer& l : layers) {
       const auto segments = static_cast<std::uint32_t>(l.layer->segments.size());
-      rec.add(ops::sumsq_cat(ctx, l.layer->scale_grads, l.layer->scale_count, l.segment_table, segments,
-                             partials(segments)));
+      if (!of_block || l.block == *of_block) {
+        rec.add(ops::sumsq_cat(ctx, l.layer->scale_grads, l.layer->scale_count, l.segment_table, segments,
+                               partials(row, segments)));
+      }
+      row += segments;
     }
-    for (const SignMatrix& s : signs) rec.add(ops::sumsq(ctx, s.kept_gradient(), s.rows() * s.r(), partials(1)));
+    for (const TrainedLayer& l : layers) {
+      if (of_block && l.block != *of_block) continue;
+      for (std::size_t i = l.first_sign; i < l.first_sign + l.sign_grads.size() * 2; ++i) {
+        const SignMatrix& sm = signs[i];
+        rec.add(ops::sumsq(ctx, sm.kept_gradient(), sm.rows() * sm.r(),
+                           partials(row + static_cast<std::uint32_t>(i), 1)));
+      }
+    }
+  }
+
+  // The guard, the sign steps and Adam on the summed gradients in place
+  // (the sums of squares recorded already where `sums_recorded`: in a
+  // step, after each block's backward).
+  void record_update(Recorder& rec, bool sums_recorded) {
+    if (!sums_recorded) record_sums(rec, std::nullopt);
     const std::uint32_t count = partial_rows * ops::kSumsqPartials;
     for (const std::uint32_t word : vkblr::detail::StepScalars::kSkipWords) {
       rec.add(ops::finite_guard(ctx, grad_partials, count, scalars->buffer(), word));
@@ -534,14 +555,14 @@ struct LlamaTrainer::Impl {
       if (settings.split) {
         record_block_copies(rec, true);
       } else {
-        record_update(rec);
+        record_update(rec, true);
       }
       step_graph = rec.finish();
     }
     if (settings.split) {
       Recorder rec(ctx);
       record_block_copies(rec, false);
-      record_update(rec);
+      record_update(rec, false);
       zero_scale_grads(rec);
       apply_graph = rec.finish();
     }
