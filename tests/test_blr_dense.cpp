@@ -48,11 +48,11 @@ struct DenseSetup {
     }
   }
 
-  void step(Context& ctx, const BlrBackward& options, bool accumulate = false) {
+  void step(Context& ctx, const BlrBackward& options, bool accumulate = false, const Buffer* xt_staged = nullptr) {
     Recorder rec(ctx);
     rec.add(ops::cvt(ctx, bx, x16, ntok, n, 1.0f));
     blr_dense_forward(rec, ctx, layer, dense, x16, y, ntok, accumulate);
-    blr_dense_backward(rec, ctx, layer, dense, bx, bdy, dx, ntok, {}, options, accumulate);
+    blr_dense_backward(rec, ctx, layer, dense, bx, bdy, dx, ntok, {}, options, accumulate, xt_staged);
     rec.run();
   }
 
@@ -103,6 +103,14 @@ GPU_TEST("blr dense route: the same bits run after run; accumulation adds exactl
     CHECK(first[i] == again[i]);
     CHECK(first[i][0] != vkt::kPoison32);
   }
+  // x's transposed staging taken from another layer of the same x (a's):
+  // the same bits, and this one's own staging buffer is never written
+  DenseSetup c(ctx, 64, 96, 32, 2, 40);
+  const std::vector<std::uint32_t> poison(c.dense.xt.size() / 4, vkt::kPoison32);
+  c.dense.xt.write(poison.data(), c.dense.xt.size());
+  c.step(ctx, options, false, &a.dense.xt);
+  CHECK(c.results() == first);
+  CHECK(c.dense.xt.download<std::uint32_t>() == poison);
   // a second step that accumulates doubles every output, bit for bit (the
   // scale gradients accumulate in any case)
   options.accumulate_sign_grads = true;
@@ -135,6 +143,8 @@ GPU_TEST("blr dense route: bad shapes and calls are refused", "[blr][dense][erro
   const Buffer tiny = ctx.buffer(64, "tiny");
   CHECK_THROWS_WITH(blr_dense_backward(rec, ctx, s.layer, s.dense, s.bx, tiny, s.dx, 40, {}, options),
                     ContainsSubstring("blr_dense_backward: dy holds"));
+  CHECK_THROWS_WITH(blr_dense_backward(rec, ctx, s.layer, s.dense, s.bx, s.bdy, s.dx, 40, {}, options, false, &tiny),
+                    ContainsSubstring("blr_dense_backward: xt_staged holds"));
   const std::vector<BlrSignGrads> one{{&s.layer.paths[0].g_u, &s.layer.paths[0].g_v}};
   CHECK_THROWS_WITH(blr_dense_backward(rec, ctx, s.layer, s.dense, s.bx, s.bdy, s.dx, 40, one, options),
                     ContainsSubstring("1 sign-gradient destinations for 2 paths"));

@@ -76,9 +76,12 @@ void blr_dense_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDe
 // paths' own g_u / g_v, none for a path without them), overwritten or added as
 // options.accumulate_sign_grads says. Ŵ is formed anew from the signs and
 // scales as they are. options.gscale: the f16 staging scale of dy and dŴ.
+// xt_staged: x's transposed f16 staging for this call (f16 [n][ntok rounded
+// up to 32]) where an earlier blr_dense_backward of the same x made it (its
+// BlrDense::xt; layers of one input share it), or nullptr: staged into d.xt.
 // Throws vkblr::Error naming the value for a bad shape, buffer or gscale.
 void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDense& d, const Buffer& x,
                         const Buffer& dy, const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
-                        const BlrBackward& options, bool accumulate_dx = false);
+                        const BlrBackward& options, bool accumulate_dx = false, const Buffer* xt_staged = nullptr);
 
 }  // namespace vkblr

@@ -114,10 +114,8 @@ Ops plane_linear(Context& ctx, const Buffer& plane, const Buffer& x, const Buffe
 // transposed in f16 — dyt [m32][t32] at the gradient scale gscale, xt
 // [k32][t32], t32 = ntok rounded up to 32 (zero padded), m32/k32 = m/k
 // rounded up to 32 — with the tokens as the GEMM's K. m, k multiples of 16.
-// dy16 (optional): dy · gscale also staged row-major, f16 [ntok][m] (the
-// values cvt stages), from the same read of dy.
 Ops weight_grad(Context& ctx, const Buffer& x, const Buffer& dy, const Buffer& xt, const Buffer& dyt, const Buffer& dw,
-                std::uint32_t ntok, std::uint32_t m, std::uint32_t k, float gscale, const Buffer* dy16 = nullptr);
+                std::uint32_t ntok, std::uint32_t m, std::uint32_t k, float gscale);
 
 // acc[k][k] += x[ntok][k]ᵀ · x (the input Gram of a linear), x staged
 // transposed into xt [k32][t32] as in weight_grad. k a multiple of 16.

@@ -158,7 +158,7 @@ void blr_dense_forward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDe
 
 void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrDense& d, const Buffer& x,
                         const Buffer& dy, const Buffer& dx, std::uint32_t ntok, std::span<const BlrSignGrads> sign_grads,
-                        const BlrBackward& options, bool accumulate_dx) {
+                        const BlrBackward& options, bool accumulate_dx, const Buffer* xt_staged) {
   const char* op = "blr_dense_backward";
   check_call(op, layer, d, ntok);
   detail::require_gscale(op, options.gscale);
@@ -176,8 +176,16 @@ void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrD
   // Ŵᵀ from the signs and scales as they are (through w32, which dŴ takes next)
   rec.add(expand_factors(ctx, layer, d));
   rec.add(weight(ctx, d, true));
-  // dŴ = dyᵀ·x, staged at gs both ways (dy also row-major into dy16); dx (+)= dy·Ŵ
-  rec.add(weight_grad(ctx, x, dy, d.xt, d.dyt, d.w32, ntok, m, n, gs, &d.dy16));
+  // dŴ = dyᵀ·x, tokens as K: x and dy·gs staged transposed (x unless staged
+  // already; dy also row-major into dy16); dx (+)= dy·Ŵ
+  const std::uint32_t t32 = round32(ntok);
+  if (xt_staged) {
+    detail::need_bytes(op, "xt_staged", *xt_staged, std::uint64_t{n} * t32 * 2);
+  } else {
+    rec.add(ops::cvt_t(ctx, x, nullptr, d.xt, ntok, n, 1.0f, n, t32));
+  }
+  rec.add(ops::cvt_t_rows(ctx, dy, d.dyt, d.dy16, ntok, m, gs, m, t32));
+  rec.add(gemm(ctx, d.dyt, xt_staged ? *xt_staged : d.xt, GemmB::plane, d.w32, {.m = m, .n = n, .k = t32, .oscale = inv}));
   rec.add(gemm(ctx, d.dy16, d.w_t, GemmB::plane, dx,
                {.m = ntok, .n = n, .k = m, .oscale = inv, .accumulate = accumulate_dx}));
   rec.add(ops::cvt_t_rows(ctx, d.w32, d.dw16_t, d.dw16, m, n, gs, n, m));

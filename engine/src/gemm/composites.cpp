@@ -19,13 +19,12 @@ Ops plane_linear(Context& ctx, const Buffer& plane, const Buffer& x, const Buffe
 }
 
 Ops weight_grad(Context& ctx, const Buffer& x, const Buffer& dy, const Buffer& xt, const Buffer& dyt, const Buffer& dw,
-                std::uint32_t ntok, std::uint32_t m, std::uint32_t k, float gscale, const Buffer* dy16) {
+                std::uint32_t ntok, std::uint32_t m, std::uint32_t k, float gscale) {
   require(gscale != 0.0f, "weight_grad: gscale = 0");
   detail::dim("weight_grad", "ntok", ntok);
   const std::uint32_t t32 = round32(ntok);
   Ops ops{ops::cvt_t(ctx, x, nullptr, xt, ntok, k, 1.0f, round32(k), t32),
-          dy16 ? ops::cvt_t_rows(ctx, dy, dyt, *dy16, ntok, m, gscale, round32(m), t32)
-               : ops::cvt_t(ctx, dy, nullptr, dyt, ntok, m, gscale, round32(m), t32)};
+          ops::cvt_t(ctx, dy, nullptr, dyt, ntok, m, gscale, round32(m), t32)};
   for (Dispatch& d : gemm(ctx, dyt, xt, GemmB::plane, dw, {m, k, t32, 0, 0, 0, 1.0f / gscale, false})) {
     ops.push_back(d);
   }

@@ -59,11 +59,12 @@ void linear(Recorder& rec, const BlockContext& bc, const Projection& p, std::siz
 // [tokens][in]). A blr one runs blr_backward (its scale and sign gradients
 // accumulate; dx through g.dh_part when accumulating, as blr_backward
 // overwrites); a dense one stages dy·gscale to f16 and multiplies by the
-// transposed plane, dividing gscale back out.
+// transposed plane, dividing gscale back out. xt_staged: x's transposed f16
+// staging made by an earlier dense-route projection of the same x.
 void linear_backward(Recorder& rec, const BlockContext& bc, const Projection& p, std::size_t slot, const Buffer& x,
                      const Buffer& dy, const Buffer& dx, const Buffer& dx_part, std::uint32_t out, std::uint32_t in,
                      bool accumulate, const BlrScratchFor& scratch, const SignGradsFor& signs,
-                     const BackwardSettings& settings) {
+                     const BackwardSettings& settings, const Buffer* xt_staged = nullptr) {
   const std::uint32_t tokens = bc.batch.tokens();
   if (p.is_blr()) {
     BlrBackward options;
@@ -72,7 +73,7 @@ void linear_backward(Recorder& rec, const BlockContext& bc, const Projection& p,
     options.sign_grads = !sign_grads.empty();
     options.accumulate_sign_grads = true;
     if (BlrDense* d = dense_route(bc, p, slot)) {
-      blr_dense_backward(rec, bc.ctx, *p.blr, *d, x, dy, dx, tokens, sign_grads, options, accumulate);
+      blr_dense_backward(rec, bc.ctx, *p.blr, *d, x, dy, dx, tokens, sign_grads, options, accumulate, xt_staged);
       return;
     }
     const Buffer& target = accumulate ? dx_part : dx;
@@ -141,9 +142,11 @@ void linears_backward(Recorder& rec, const BlockContext& bc,
     jobs.push_back({p->blr.get(), &s, &x, dy, targets[i], sign_grads});
   }
   if (!side_by_side) {
+    const Buffer* xt = nullptr;  // x staged transposed, once a dense-route projection has done it
     for (std::size_t i = 0; i < outs.size(); ++i) {
       const auto& [p, slot, dy] = outs[i];
-      linear_backward(rec, bc, *p, slot, x, *dy, dx, *g.dh_part, p->out, p->in, i > 0, scratch, signs, settings);
+      linear_backward(rec, bc, *p, slot, x, *dy, dx, *g.dh_part, p->out, p->in, i > 0, scratch, signs, settings, xt);
+      if (BlrDense* d = dense_route(bc, *p, slot); d && !xt) xt = &d->xt;
     }
     return;
   }
