@@ -28,8 +28,9 @@
 #   speed      tokens/s alone, without the reference model's training: a
 #              randomly initialised model of its shapes (llama.py, seed 1),
 #              vkblr-train from Dual-SVID and the peer (factored and
-#              --weight-form dense) for 300 steps of the same 8 windows of
-#              1024 (tokens stage), one learning rate each
+#              --weight-form dense; SPEED_FORMS=dense for that form alone)
+#              for 300 steps of the same 8 windows of 1024 (tokens stage),
+#              one learning rate each
 #   tokens     the token files of vkblr-train (tools/model/export_tokens.py):
 #              the held-out stream and the very windows the peer trains on,
 #              1x and 4x the calibration tokens
@@ -252,7 +253,7 @@ PY
       "$VT" --model "$rnd" --init dual-svid "${VT_SIZE[@]}" --paths 2 --train "$W/tokens/train_windows.npy" \
         --held-out "$W/tokens/heldout.npy" "${steps[@]}" --lr 3e-3 --out "$W/speed-vt" --quiet > "$W/speed-vt.log" 2>&1
       echo "vkblr-train rc $?"; tail -2 "$W/speed-vt.log"
-      for form in factored dense; do
+      for form in ${SPEED_FORMS:-factored dense}; do
         python3 tools/lab/qat_peer.py --model "$rnd" --corpus "$CORPUS" --out "$W/speed-peer-$form.json" \
           --train-tokens $((36 * CONTEXT)) "${VT_SIZE[@]}" "${steps[@]}" --lr 1e-3 "${SPEED_PEER[@]}" \
           --flip-check 5 --require-flips --weight-form $form 2>&1 | grep -v "^  lr" | tail -3
