@@ -17,8 +17,7 @@
 
 namespace vkblr {
 namespace {
-
-std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
+using detail::round32;
 
 // A path's backward steps, in order (Recorder::parallel).
 enum Step : std::size_t { kDh, kB, kDl, kDxp, kDg, kGv, kSteps };

@@ -15,11 +15,11 @@
 
 namespace vkblr {
 namespace {
+using detail::round32;
 using detail::KernelId;
 using shader::BlrDensePush;
 static_assert(sizeof(BlrDensePush) == 24);
 
-std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
 
 bool shape_fits(std::uint32_t m, std::uint32_t n, std::uint32_t r, std::uint32_t paths) noexcept {
   return m > 0 && n > 0 && r > 0 && paths > 0 && m % 32 == 0 && n % 32 == 0 && r % 32 == 0;

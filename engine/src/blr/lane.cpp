@@ -5,9 +5,7 @@
 #include "vkblr/ops/blr_lane.hpp"
 
 namespace vkblr::ops {
-namespace {
-std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
-}  // namespace
+using detail::round32;
 
 BlrShared::BlrShared(Context& ctx, std::uint32_t ntok_, std::uint32_t m_, std::uint32_t n_, std::uint32_t r_,
                      std::uint32_t max_lanes_)

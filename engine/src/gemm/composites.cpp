@@ -4,9 +4,7 @@
 #include "vkblr/ops/cvt.hpp"
 
 namespace vkblr {
-namespace {
-std::uint32_t round32(std::uint32_t v) { return (v + 31) / 32 * 32; }
-}  // namespace
+using detail::round32;
 
 Ops plane_linear(Context& ctx, const Buffer& plane, const Buffer& x, const Buffer& act16, const Buffer& y,
                  std::uint32_t ntok, std::uint32_t n, std::uint32_t k, float scale) {

@@ -117,8 +117,8 @@ Dispatch transposed(const char* op, Context& ctx, const Buffer& src, const Buffe
                     std::uint32_t tok_rows) {
   dim(op, "m", m);
   dim(op, "k", k);
-  if (k_rows == 0) k_rows = (k + 31) / 32 * 32;
-  if (tok_rows == 0) tok_rows = (m + 31) / 32 * 32;
+  if (k_rows == 0) k_rows = detail::round32(k);
+  if (tok_rows == 0) tok_rows = detail::round32(m);
   require(k_rows >= k && k_rows % 32 == 0, "{}: k_rows = {} must be a multiple of 32 and >= k = {}", op, k_rows, k);
   require(tok_rows >= m && tok_rows % 32 == 0, "{}: tok_rows = {} must be a multiple of 32 and >= m = {}", op,
           tok_rows, m);

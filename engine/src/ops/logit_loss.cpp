@@ -17,6 +17,7 @@
 
 namespace vkblr::ops {
 namespace {
+using detail::round32;
 
 using detail::dim;
 using detail::need_bytes;
@@ -28,7 +29,6 @@ static_assert(sizeof(LogitLossPush) == 48);
 // about 4e-9 stay normal halves. The GEMMs divide it back out.
 constexpr float kGradStage = 16384.0f;
 
-std::uint32_t round32(std::uint32_t v) { return static_cast<std::uint32_t>((std::uint64_t{v} + 31) / 32 * 32); }
 
 // The checked sizes of one call.
 struct Plan {

@@ -30,6 +30,13 @@ inline std::array<std::uint32_t, 3> elt_grid(std::uint64_t n, const char* op) {
   return {kFoldWidth, static_cast<std::uint32_t>(y), 1};
 }
 
+// v rounded up to a multiple of 32 (the transposed stagings' rows and
+// tokens); 0 from 2^32 − 31 on, which a caller that can see such sizes
+// tells by comparing the result with v.
+constexpr std::uint32_t round32(std::uint32_t v) noexcept {
+  return static_cast<std::uint32_t>((std::uint64_t{v} + 31) / 32 * 32);
+}
+
 inline std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint32_t>((a + b - 1) / b);
 }
