@@ -147,7 +147,8 @@ void blr_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrScratch
                   const BlrBackward& options) {
   const char* op = "blr_backward";
   layer.check(op);
-  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, detail::sign_destinations(op, layer, sign_grads, options), options);
+  record_backward(rec, ctx, layer, s, x, dy, dx, ntok, detail::sign_destinations(op, layer, sign_grads, options),
+                  options);
 }
 
 void blr_backward_side_by_side(Recorder& rec, Context& ctx, std::span<const BlrBackwardJob> jobs, std::uint32_t ntok,

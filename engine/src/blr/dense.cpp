@@ -15,11 +15,10 @@
 
 namespace vkblr {
 namespace {
-using detail::round32;
 using detail::KernelId;
+using detail::round32;
 using shader::BlrDensePush;
 static_assert(sizeof(BlrDensePush) == 24);
-
 
 bool shape_fits(std::uint32_t m, std::uint32_t n, std::uint32_t r, std::uint32_t paths) noexcept {
   return m > 0 && n > 0 && r > 0 && paths > 0 && m % 32 == 0 && n % 32 == 0 && r % 32 == 0;
@@ -185,7 +184,8 @@ void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrD
     rec.add(ops::cvt_t(ctx, x, nullptr, d.xt, ntok, n, 1.0f, n, t32));
   }
   rec.add(ops::cvt_t_rows(ctx, dy, d.dyt, d.dy16, ntok, m, gs, m, t32));
-  rec.add(gemm(ctx, d.dyt, xt_staged ? *xt_staged : d.xt, GemmB::plane, d.w32, {.m = m, .n = n, .k = t32, .oscale = inv}));
+  rec.add(gemm(ctx, d.dyt, xt_staged ? *xt_staged : d.xt, GemmB::plane, d.w32,
+               {.m = m, .n = n, .k = t32, .oscale = inv}));
   rec.add(gemm(ctx, d.dy16, d.w_t, GemmB::plane, dx,
                {.m = ntok, .n = n, .k = m, .oscale = inv, .accumulate = accumulate_dx}));
   rec.add(ops::cvt_t_rows(ctx, d.w32, d.dw16_t, d.dw16, m, n, gs, n, m));

@@ -142,7 +142,8 @@ Dispatch transposed(const char* op, Context& ctx, const Buffer& src, const Buffe
   }
   if (rows) {
     need_bytes(op, "rows", *rows, std::uint64_t{m} * k * 2);
-    detail::require_apart(op, "rows", *rows, std::uint64_t{m} * k * 2, "dst", dst, std::uint64_t{k_rows} * tok_rows * 2);
+    detail::require_apart(op, "rows", *rows, std::uint64_t{m} * k * 2, "dst", dst,
+                          std::uint64_t{k_rows} * tok_rows * 2);
     d.bind(3, *rows, Access::write);
   }
   d.groups = {tok_rows / 32, k_rows / 32, 1};

@@ -17,10 +17,9 @@
 
 namespace vkblr::ops {
 namespace {
-using detail::round32;
-
 using detail::dim;
 using detail::need_bytes;
+using detail::round32;
 using shader::LogitLossPush;
 static_assert(sizeof(LogitLossPush) == 48);
 
@@ -28,7 +27,6 @@ static_assert(sizeof(LogitLossPush) == 48);
 // at most 1, so f16(g · 2^14) never overflows, and probabilities down to
 // about 4e-9 stay normal halves. The GEMMs divide it back out.
 constexpr float kGradStage = 16384.0f;
-
 
 // The checked sizes of one call.
 struct Plan {
