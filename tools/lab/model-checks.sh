@@ -38,8 +38,9 @@
 #              vkblr-train, the peer's recipe (600 steps of 8 windows, warm-up
 #              30, cosine, τ = 1), from bpw1's model file (fit) or its own
 #              Dual-SVID init at 1 bpw (ds), on the 1x or 4x windows, one run
-#              per learning rate of VT_LRS (default 1e-3,3e-3; best kept):
-#              held-out figures every 150 steps, tokens/s, memory
+#              per learning rate of VT_LRS (default 1e-3,3e-3; best kept) and,
+#              for vt-ds, per latent rms of VT_RMS (a comma list; default
+#              vkblr-train's): held-out figures every 150 steps, tokens/s, memory
 #   qwen       a random Qwen2.5-0.5B-shaped Llama (24 blocks, hidden 896,
 #              vocabulary 151936, tied) distilled by vkblr-train from its
 #              Dual-SVID init at 1 bpw for QWEN_STEPS steps of one window of
@@ -213,10 +214,15 @@ for stage in $stages; do
         start=(--init dual-svid "${VT_SIZE[@]}" --paths 2)
       fi
       IFS=, read -ra lrs <<< "${VT_LRS:-1e-3,3e-3}"
+      rmss=(""); [[ $stage == vt-ds* ]] && [ -n "${VT_RMS:-}" ] && IFS=, read -ra rmss <<< "$VT_RMS"
       for lr in "${lrs[@]}"; do
-        "$VT" --model "$REF" "${start[@]}" --train "$d/train_windows.npy" --held-out "$d/heldout.npy" \
-          "${VT_RUN[@]}" --lr "$lr" --out "$W/$stage/lr$lr" --quiet > "$W/$stage.lr$lr.log" 2>&1
-        echo "lr $lr rc $?"; tail -3 "$W/$stage.lr$lr.log"
+        for rms in "${rmss[@]}"; do
+          run=lr$lr; extra=()
+          [ -n "$rms" ] && { run=lr$lr-rms$rms; extra=(--latent-rms "$rms"); }
+          "$VT" --model "$REF" "${start[@]}" "${extra[@]}" --train "$d/train_windows.npy" --held-out "$d/heldout.npy" \
+            "${VT_RUN[@]}" --lr "$lr" --out "$W/$stage/$run" --quiet > "$W/$stage.$run.log" 2>&1
+          echo "$run rc $?"; tail -3 "$W/$stage.$run.log"
+        done
       done
       python3 - "$W/$stage" "$W/$stage.json" <<'PY'
 import glob, json, os, sys
@@ -224,15 +230,18 @@ runs = []
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "lr*", "report.json"))):
     with open(path) as f:
         r = json.load(f)
-    runs.append({"lr": r["settings"]["lr"], "final": r["curve"][-1], "report": r})
+    runs.append({"lr": r["settings"]["lr"], "latent_rms": r["settings"].get("latent_rms"), "final": r["curve"][-1],
+                 "report": r})
 if runs:
     best = min(runs, key=lambda x: x["final"]["bits_per_byte"])
-    out = {"best_lr": best["lr"], "best": best["final"], "runs": [{"lr": x["lr"], "final": x["final"]} for x in runs],
+    out = {"best_lr": best["lr"], "best_latent_rms": best["latent_rms"], "best": best["final"],
+           "runs": [{"lr": x["lr"], "latent_rms": x["latent_rms"], "final": x["final"]} for x in runs],
            "best_report": best["report"]}
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
     for x in runs:
-        print(f"  lr {x['lr']:g}: {x['final']['bits_per_byte']:.4f} bits per byte, ppl {x['final']['perplexity']:.4f}")
+        rms = "" if x["latent_rms"] is None else f", latent rms {x['latent_rms']:g}"
+        print(f"  lr {x['lr']:g}{rms}: {x['final']['bits_per_byte']:.4f} bits per byte, ppl {x['final']['perplexity']:.4f}")
 PY
       cp "$W/$stage.json" "$OUT/" 2>/dev/null
       ;;
@@ -366,8 +375,9 @@ for stage, label in (("vt-fit", "vkblr-train from vkblr-fit"), ("vt-fit4x", "vkb
         summary[stage] = {"best_lr": r["best_lr"], "best": best, "lrs": {str(x["lr"]): x["final"]["bits_per_byte"]
                                                                          for x in r["runs"]},
                           "tokens_per_s": rep.get("tokens_per_s"), "memory": rep.get("memory")}
+        rms = "" if r.get("best_latent_rms") is None else f" rms {r['best_latent_rms']:g}"
         rows.append((label, b.get("bpw", 0.0), b.get("blr", {}).get("bpw"), best["perplexity"], best["bits_per_byte"],
-                     best.get("train_s", 0.0), f"lr {r['best_lr']:g}, {best['tokens'] / 1e6:.2f} M tokens seen, "
+                     best.get("train_s", 0.0), f"lr {r['best_lr']:g}{rms}, {best['tokens'] / 1e6:.2f} M tokens seen, "
                      f"{(rep.get('tokens_per_s') or 0) / 1e6:.3f} M tok/s"))
 print(f"{'model':33} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
 for label, bpw, blr, ppl, bpb, wall, note in rows:
