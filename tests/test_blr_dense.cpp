@@ -5,6 +5,7 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,34 @@ GPU_TEST("blr dense route: forward, input, scale and sign gradients match the f6
   CHECK(vkt::rel_error(s.y.download<float>(), want.y) < 3e-3);
   CHECK(vkt::rel_error(s.dx.download<float>(), want.dx) < 3e-3);
   for (std::uint32_t p = 0; p < paths; ++p) {
+    INFO("path " << p);
+    const BlrPath& dp = s.layer.paths[p];
+    CHECK(vkt::rel_error(dp.dh.download<float>(), want.paths[p].dh) < 3e-3);
+    CHECK(vkt::rel_error(dp.dl.download<float>(), want.paths[p].dl) < 3e-3);
+    CHECK(vkt::rel_error(dp.dg.download<float>(), want.paths[p].dg) < 3e-3);
+    CHECK(vkt::rel_error(dp.g_u.download<float>(), want.paths[p].gu) < 3e-3);
+    CHECK(vkt::rel_error(dp.g_v.download<float>(), want.paths[p].gv) < 3e-3);
+  }
+}
+
+GPU_TEST("blr dense route: many tokens whose gradients agree do not overflow dŴ's f16 staging", "[blr][dense]") {
+  // 2048 tokens of positive x and dy: dŴ = dyᵀ·x is about 2048 times one
+  // token's product, ~1.5e3, which at gscale 64 (one token's dy in f16 is
+  // far from overflow) would be ~1e5, past f16's 65504
+  DenseSetup s(ctx, 64, 96, 32, 2, 2048);
+  for (float& v : s.x) v = 1.0f + std::fabs(v);
+  for (float& v : s.dy) v = 0.5f + 500.0f * std::fabs(v);
+  s.bx.upload(s.x);
+  s.bdy.upload(s.dy);
+  BlrBackward options;
+  options.gscale = 64.0f;
+  s.step(ctx, options);
+  const auto want = vkt::host_blr(s.host, s.x, s.dy, s.ntok);
+  double largest = 0;
+  for (std::uint32_t t = 0; t < s.ntok; ++t) largest += double(s.dy[t * s.m]) * s.x[t * s.n];
+  REQUIRE(largest * options.gscale > 65504.0);  // the case the staging scale is for
+  CHECK(vkt::rel_error(s.dx.download<float>(), want.dx) < 3e-3);
+  for (std::uint32_t p = 0; p < 2; ++p) {
     INFO("path " << p);
     const BlrPath& dp = s.layer.paths[p];
     CHECK(vkt::rel_error(dp.dh.download<float>(), want.paths[p].dh) < 3e-3);

@@ -188,10 +188,15 @@ void blr_dense_backward(Recorder& rec, Context& ctx, const BlrLayer& layer, BlrD
                {.m = m, .n = n, .k = t32, .oscale = inv}));
   rec.add(gemm(ctx, d.dy16, d.w_t, GemmB::plane, dx,
                {.m = ntok, .n = n, .k = m, .oscale = inv, .accumulate = accumulate_dx}));
-  rec.add(ops::cvt_t_rows(ctx, d.w32, d.dw16_t, d.dw16, m, n, gs, n, m));
+  // dŴ is a sum over the tokens, up to ntok times a token's dy·xᵀ where the
+  // tokens agree (about √ntok times where they do not): it is staged at
+  // gs / 2^⌈log2(ntok)/2⌉, so that many tokens do not overflow f16 where
+  // gs keeps one token's gradients in range
+  const float gw = std::ldexp(gs, -((std::bit_width(ntok - 1u) + 1) / 2)), inv_w = 1.0f / gw;
+  rec.add(ops::cvt_t_rows(ctx, d.w32, d.dw16_t, d.dw16, m, n, gw, n, m));
   // N = dŴ·V [m][P·r], P = dŴᵀ·U [n][P·r], every path at once
-  rec.add(gemm(ctx, d.dw16, d.v_t, GemmB::plane, d.nu, {.m = m, .n = pr, .k = n, .oscale = inv}));
-  rec.add(gemm(ctx, d.dw16_t, d.u_t, GemmB::plane, d.pv, {.m = n, .n = pr, .k = m, .oscale = inv}));
+  rec.add(gemm(ctx, d.dw16, d.v_t, GemmB::plane, d.nu, {.m = m, .n = pr, .k = n, .oscale = inv_w}));
+  rec.add(gemm(ctx, d.dw16_t, d.u_t, GemmB::plane, d.pv, {.m = n, .n = pr, .k = m, .oscale = inv_w}));
   for (std::size_t p = 0; p < layer.paths.size(); ++p) {
     const BlrPath& path = layer.paths[p];
     const bool acc = options.accumulate_sign_grads;
