@@ -8,6 +8,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -443,6 +444,74 @@ GPU_TEST("llama trainer: a run resumed from its state is the uninterrupted run",
   CHECK(first_difference(whole, snapshot(resumed)).empty());
 }
 
+GPU_TEST("llama trainer: a loss scale that overflows f16 skips the step and halves; clean steps double it back",
+         "[model][trainer]") {
+  const io::LlamaConfig c = toy_config();
+  const model::LlamaWeights teacher = dense_toy(ctx, c);
+  model::LlamaTrainConfig config = train_config();
+  config.gscale = 0x1p30f;  // every f16 staging of the backward overflows at first
+  config.gscale_growth = 3;
+  model::LlamaWeights w = blr_toy(ctx, c);
+  model::LlamaTrainer trainer(ctx, c, w, c, teacher, kBatch, config);
+  REQUIRE(trainer.gscale() == 0x1p30f);
+  // batch 1 until a step applies: each skipped step changes no state bit
+  auto before = snapshot(trainer);
+  model::LlamaStepResult r;
+  int skips = 0;
+  for (; skips < 40; ++skips) {
+    r = trainer.step(batch_ids(1), {}, kSignLr, kScaleLr);
+    if (r.applied) break;
+    CHECK(trainer.gscale() == r.gscale / 2);
+    CHECK(first_difference(before, snapshot(trainer)).empty());
+  }
+  REQUIRE(r.applied);
+  CHECK(skips >= 2);
+  CHECK(trainer.skipped() == std::uint32_t(skips));
+  CHECK(r.step == 1);
+  const float settled = r.gscale;
+  // the skipped steps left no trace: a trainer started at the settled scale
+  // makes the same bits in one step
+  {
+    model::LlamaTrainConfig at = config;
+    at.gscale = settled;
+    at.gscale_growth = 0;
+    model::LlamaWeights w2 = blr_toy(ctx, c);
+    model::LlamaTrainer fresh(ctx, c, w2, c, teacher, kBatch, at);
+    REQUIRE(fresh.step(batch_ids(1), {}, kSignLr, kScaleLr).applied);
+    CHECK(first_difference(snapshot(fresh), snapshot(trainer)).empty());
+  }
+  // the rule over the next steps: a skip halves; 3 applied in a row double
+  // (to gscale at most)
+  float scale = trainer.gscale();
+  std::uint32_t clean = trainer.gscale_clean_steps();
+  CHECK(clean == 1);
+  int applied = 0, skipped = 0;
+  for (int s = 2; s <= 12; ++s) {
+    r = trainer.step(batch_ids(s), {}, kSignLr, kScaleLr);
+    CHECK(r.gscale == scale);
+    if (!r.applied) {
+      scale /= 2, clean = 0, ++skipped;
+    } else if (++clean == 3) {
+      scale = std::min(scale * 2, config.gscale), clean = 0, ++applied;
+    } else {
+      ++applied;
+    }
+    CHECK(trainer.gscale() == scale);
+    CHECK(trainer.gscale_clean_steps() == clean);
+  }
+  CHECK(applied >= 3);
+  CHECK(skipped >= 1);  // the doubled scale overflowed again
+  // resume refusals
+  CHECK_THROWS_WITH(trainer.set_gscale(3.0f, 0), ContainsSubstring("gscale = 3"));
+  CHECK_THROWS_WITH(trainer.set_gscale(0x1p31f, 0), ContainsSubstring("want a power of two in"));
+  CHECK_THROWS_WITH(trainer.set_gscale(0x1p-25f, 0), ContainsSubstring("want a power of two in"));
+  CHECK_THROWS_WITH(trainer.set_gscale(1.0f, 3), ContainsSubstring("3 clean steps"));
+  trainer.set_gscale(1.0f, 2);
+  CHECK(trainer.gscale() == 1.0f);
+  CHECK(trainer.step(batch_ids(13), {}, kSignLr, kScaleLr).gscale == 1.0f);
+  CHECK(trainer.gscale() == 2.0f);
+}
+
 GPU_TEST("llama trainer: the first step moves each sign and scale as its gradient says", "[model][trainer]") {
   // Adam's first step is lr·m̂/(√v̂ + eps) = lr·sign(G) (eps negligible):
   // a latent starting at s·τ with lr > τ ends at s·τ − lr·sign(G), past zero
@@ -549,6 +618,8 @@ GPU_TEST("llama trainer: bad models, settings and batches are refused by name", 
   model::LlamaTrainConfig bad = config;
   bad.gscale = 3;
   refused(bad, kBatch, "gscale = 3");
+  bad.gscale = 0x1p-25f;
+  refused(bad, kBatch, "want at least 2^-24");
   bad = config;
   bad.temperature = 0;
   refused(bad, kBatch, "temperature = 0");

@@ -144,6 +144,8 @@ TEST_CASE("train tool: progress round-trips through JSON exactly, and bad progre
   p.next_step = 4;
   p.applied = 3;
   p.skipped = 1;
+  p.gscale = 0x1p-3f;
+  p.gscale_clean = 2;
   p.train_s = 1.25;
   p.teacher = {100, 4, 90, 250.1234567890123, 12.3, 3.6, 4.0};
   p.init = {100, 4, 90, 260.0000000000001, 13.1, 3.7, 4.1};
@@ -154,7 +156,17 @@ TEST_CASE("train tool: progress round-trips through JSON exactly, and bad progre
   CHECK(to_json(q).dump() == to_json(p).dump());
   CHECK(q.curve[1].held_out.loss_nats == p.teacher.loss_nats);
   CHECK(std::isnan(q.losses[2]));
+  CHECK(q.gscale == 0x1p-3f);
+  CHECK(q.gscale_clean == 2);
+  // a checkpoint from before the loss scale was kept: the trainer's own start
+  nlohmann::json older = to_json(p);
+  older.erase("gscale");
+  older.erase("gscale_clean");
+  CHECK(progress_from_json(older, "ckpt").gscale == 0);
   nlohmann::json bad = to_json(p);
+  bad["gscale"] = -1;
+  CHECK_THAT(error_of([&] { progress_from_json(bad, "ckpt"); }), ContainsSubstring("'gscale' = -1"));
+  bad = to_json(p);
   bad["skipped"] = 2;
   CHECK_THAT(error_of([&] { progress_from_json(bad, "ckpt"); }),
              ContainsSubstring("3 applied + 2 skipped steps, but next_step is 4"));

@@ -53,6 +53,7 @@ nlohmann::json to_json(const TrainProgress& p) {
     curve.push_back({{"step", c.step}, {"tokens", c.tokens}, {"train_s", c.train_s}, {"held_out", to_json(c.held_out)}});
   }
   return {{"next_step", p.next_step}, {"applied", p.applied},          {"skipped", p.skipped},
+          {"gscale", p.gscale},       {"gscale_clean", p.gscale_clean},
           {"train_s", p.train_s},     {"teacher", to_json(p.teacher)}, {"init", to_json(p.init)},
           {"curve", curve},           {"losses", p.losses}};
 }
@@ -65,6 +66,12 @@ TrainProgress progress_from_json(const nlohmann::json& j, const std::string& whe
   p.skipped = f["skipped"].u32();
   require(std::uint64_t{p.applied} + p.skipped == p.next_step, "{}: {} applied + {} skipped steps, but next_step is {}",
           where, p.applied, p.skipped, p.next_step);
+  if (f.contains("gscale")) {
+    const double g = finite(f["gscale"]);
+    require(g >= 0 && g <= 3.4e38, "{}: 'gscale' = {} is not a loss scale", where, g);
+    p.gscale = static_cast<float>(g);
+    p.gscale_clean = f["gscale_clean"].u32();
+  }
   p.train_s = finite(f["train_s"]);
   p.teacher = held_out_from_json(f["teacher"].value(), where + ": 'teacher'");
   p.init = held_out_from_json(f["init"].value(), where + ": 'init'");

@@ -32,6 +32,11 @@ struct CurvePoint {
 struct TrainProgress {
   std::uint32_t next_step = 0;  // steps run so far (the next one's index from 0)
   std::uint32_t applied = 0, skipped = 0;
+  // the trainer's dynamic loss scale and its applied steps in a row
+  // (LlamaTrainer::gscale); 0 in checkpoints written before it was kept:
+  // the trainer's own start
+  float gscale = 0;
+  std::uint32_t gscale_clean = 0;
   double train_s = 0;
   HeldOut teacher, init;
   std::vector<CurvePoint> curve;

@@ -442,6 +442,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
     progress.begin("resume", 1, "checkpoint");
     prog = restore_train_checkpoint(o.resume, key, o.steps, trainer.state());
     trainer.set_steps(prog.applied, prog.skipped);
+    if (prog.gscale != 0) trainer.set_gscale(prog.gscale, prog.gscale_clean);
     progress.update(1);
     progress.end();
   } else {
@@ -497,6 +498,12 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
     prog.losses.push_back(r.loss);
     ++(r.applied ? prog.applied : prog.skipped);
     prog.next_step = s + 1;
+    prog.gscale = trainer.gscale();
+    prog.gscale_clean = trainer.gscale_clean_steps();
+    if (!r.applied) {
+      progress.say(std::format("step {}: skipped (a gradient overflowed f16 at loss scale {:g}; now {:g})", s + 1,
+                               r.gscale, prog.gscale));
+    }
     const double elapsed = prog.train_s + (now_s() - started);
     progress.update(s + 1, std::format("loss {:.4f}  {:.0f} tokens/s", r.loss,
                                        static_cast<double>(std::uint64_t{s + 1 - first_step} * tokens_per_step) /
@@ -592,7 +599,8 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   json losses = json::array();
   for (const double l : prog.losses) losses.push_back(fit::json_number(l));
   report["loss"] = losses;
-  report["steps"] = {{"run", o.steps}, {"applied", prog.applied}, {"skipped", prog.skipped}};
+  report["steps"] = {{"run", o.steps}, {"applied", prog.applied}, {"skipped", prog.skipped},
+                     {"gscale", trainer.gscale()}};
   report["tokens"] = tokens;
   report["train_s"] = prog.train_s;
   report["tokens_per_s"] = static_cast<double>(tokens) / std::max(1e-9, prog.train_s);

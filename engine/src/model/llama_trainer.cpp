@@ -25,6 +25,8 @@ namespace {
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
 
+constexpr float kMinGscale = 0x1p-24f;  // the dynamic loss scale halves no further
+
 // The f16 plane [out][in] transposed to [in][out] (a download, a host
 // transpose, an upload: once per dense projection of a student).
 Buffer transposed_plane(Context& ctx, const Projection& p) {
@@ -114,6 +116,8 @@ struct LlamaTrainer::Impl {
   std::vector<std::uint64_t> block_scales, block_signs;  // offsets in floats
   Graph step_graph, apply_graph, eval_graph;
   std::uint32_t applied = 0, skipped = 0, pending = 0;
+  float gscale = 0;                // the dynamic loss scale the step graph is recorded with
+  std::uint32_t clean_steps = 0;   // applied steps in a row at it
   std::uint64_t owned = 0, activations = 0;
   const detail::BlrDenseFor dense_provider = [this](std::size_t slot, const BlrLayer& layer) {
     return dense_for(slot, layer);
@@ -161,6 +165,8 @@ struct LlamaTrainer::Impl {
         std::bit_cast<std::uint32_t>(settings.gscale) & 0x7fffffu) {
       fail("LlamaTrainer: gscale = {}: want a power of two", settings.gscale);
     }
+    if (settings.gscale < kMinGscale) fail("LlamaTrainer: gscale = {}: want at least 2^-24", settings.gscale);
+    gscale = settings.gscale;
     if (settings.sign_step.grad_scale != 1.0f || settings.scale_adam.grad_scale != 1.0f) {
       fail("LlamaTrainer: sign_step.grad_scale = {}, scale_adam.grad_scale = {} (the trainer sets them to "
            "1 / tokens_per_step; leave them at 1)",
@@ -452,7 +458,7 @@ struct LlamaTrainer::Impl {
     const detail::BlockContext bc = block_context();
     const detail::BlrScratchFor scratch = scratch_provider();
     const detail::BackwardBuffers g{&dh, &dh_part, &dh_part2, &dattn, &dq, &dk, &dv, &dact, &dgate, &dup, &dnorm};
-    const detail::BackwardSettings backward{settings.gscale};
+    const detail::BackwardSettings backward{gscale};
     for (std::size_t b = student.blocks.size(); b-- > 0;) {
       detail::BlockBuffers a = buffers(b);
       if (settings.memory == MemoryPlan::recompute) {
@@ -606,8 +612,29 @@ struct LlamaTrainer::Impl {
     r.step = t;
     r.tokens = tokens_per_step;
     r.loss = sum / tokens_per_step;
+    r.gscale = gscale;
     (r.applied ? applied : skipped) += 1;
+    update_gscale(r.applied);
     return r;
+  }
+
+  // The dynamic loss scale after a step (see the header's Gradient scaling):
+  // a new scale means new push constants, so the step graph is recorded
+  // again by the next step.
+  void update_gscale(bool step_applied) {
+    if (settings.gscale_growth == 0) return;
+    float next = gscale;
+    if (!step_applied) {
+      next = std::max(gscale / 2, kMinGscale);
+      clean_steps = 0;
+    } else if (++clean_steps >= settings.gscale_growth) {
+      next = std::min(gscale * 2, settings.gscale);
+      clean_steps = 0;
+    }
+    if (next != gscale) {
+      gscale = next;
+      step_graph = Graph();
+    }
   }
 };
 
@@ -690,6 +717,23 @@ std::uint32_t LlamaTrainer::skipped() const noexcept { return impl_->skipped; }
 void LlamaTrainer::set_steps(std::uint32_t applied, std::uint32_t skipped) {
   impl_->applied = applied;
   impl_->skipped = skipped;
+}
+
+float LlamaTrainer::gscale() const noexcept { return impl_->gscale; }
+std::uint32_t LlamaTrainer::gscale_clean_steps() const noexcept { return impl_->clean_steps; }
+
+void LlamaTrainer::set_gscale(float gscale, std::uint32_t clean_steps) {
+  Impl& s = *impl_;
+  const std::uint32_t growth = s.settings.gscale_growth;
+  if (!(gscale >= kMinGscale && gscale <= s.settings.gscale) || std::bit_cast<std::uint32_t>(gscale) & 0x7fffffu) {
+    fail("LlamaTrainer::set_gscale: gscale = {}: want a power of two in [2^-24, {}]", gscale, s.settings.gscale);
+  }
+  if (growth != 0 && clean_steps >= growth) {
+    fail("LlamaTrainer::set_gscale: {} clean steps, but the scale grows after {}", clean_steps, growth);
+  }
+  if (gscale != s.gscale) s.step_graph = Graph();
+  s.gscale = gscale;
+  s.clean_steps = clean_steps;
 }
 
 std::vector<std::string> LlamaTrainer::layer_names() const {

@@ -27,9 +27,15 @@
 //
 // Gradient scaling: the backward runs on the token-summed loss (each
 // token's ∂ℓ/∂z = τ·(p_s − p_T)); blr and attention gradients are staged to
-// f16 times `gscale`; the optimizers multiply the summed gradients by
-// 1 / tokens_per_step, so a step follows the gradient of the mean loss over
-// the step's tokens (all micro-batches, all ranks).
+// f16 times a power of two, the loss scale; the optimizers multiply the
+// summed gradients by 1 / tokens_per_step, so a step follows the gradient
+// of the mean loss over the step's tokens (all micro-batches, all ranks).
+// The loss scale is dynamic: it starts at `gscale`, halves after every step
+// the guard skips (an f16 staging that overflowed leaves Inf/NaN, and the
+// step changes nothing), and doubles back, to `gscale` at most, after
+// `gscale_growth` applied steps in a row. Powers of two scale exactly, so
+// the scale changes bits only where it keeps a value out of f16's range;
+// it follows from the steps' outcomes alone: the same on every rank.
 //
 // Memory plan (MemoryPlan):
 //   keep       every block's activations (inputs of its norms, q, k, v,
@@ -102,7 +108,8 @@ struct LlamaTrainConfig {
   // is the trainer's, leave it at 1); train_h/l/g false freezes that kind.
   ops::AdamOptions scale_adam;
   bool train_h = true, train_l = true, train_g = true;
-  float gscale = 64.0f;  // power of two: f16 staging of the blr and attention backward
+  float gscale = 64.0f;  // power of two: the first and largest loss scale (f16 staging of the backward)
+  std::uint32_t gscale_growth = 200;  // applied steps in a row before the scale doubles; 0: it never halves either
   std::uint32_t logit_slice = 0;  // ops::LogitLossShape::slice (0: its default)
   // The tokens a step's mean is over: 0 = one batch's (sequences · seq);
   // split steps over k micro-batches (or ranks) of b tokens: k · b.
@@ -120,6 +127,7 @@ struct LlamaStepResult {
   std::uint32_t step = 0;  // the step number used (applied steps count from 1)
   double loss = 0;         // mean τ²·KL per token of the step's tokens
   std::uint32_t tokens = 0;
+  float gscale = 0;        // the loss scale the step's backward ran at
 };
 
 // A split trainer's gradients in one host-visible f32 buffer, in this
@@ -185,6 +193,14 @@ class LlamaTrainer {
   std::uint32_t skipped() const noexcept;  // steps the guard skipped
   void set_steps(std::uint32_t applied, std::uint32_t skipped);  // resume
 
+  // The dynamic loss scale (see Gradient scaling) the next step runs at, and
+  // the applied steps in a row since it last changed. set_gscale (resume)
+  // throws Error for a scale that is not a power of two in [2^-24, gscale],
+  // or a count of gscale_growth or more (when gscale_growth is not 0).
+  float gscale() const noexcept;
+  std::uint32_t gscale_clean_steps() const noexcept;
+  void set_gscale(float gscale, std::uint32_t clean_steps);
+
   // The trained layers' projection names, in the student's projection order
   // (blocks, then q k v o gate up down).
   std::vector<std::string> layer_names() const;
@@ -194,7 +210,7 @@ class LlamaTrainer {
   // Named state for checkpoints: every trained layer's bits and scales
   // ("<projection name>.path{p}.bits_u", ...) and the optimizer state (Adam
   // moments of the scales, every sign matrix's state). Restoring every
-  // buffer and set_steps() resumes bit for bit.
+  // buffer, set_steps() and set_gscale() resumes bit for bit.
   std::vector<std::pair<std::string, Buffer*>> state();
   // Device bytes the trainer owns (activations, scratch, optimizer state,
   // graphs' transients), and of those the activations kept for the backward.
