@@ -100,7 +100,7 @@ def test_the_outputs():
         check(os.path.exists(os.path.join(WORK, "run", name)), f"run/{name} is missing")
     check([p["step"] for p in r["curve"]] == [2, 4, 6], f"curve steps {[p['step'] for p in r['curve']]}")
     check([p["tokens"] for p in r["curve"]] == [s * BATCH * 64 for s in (2, 4, 6)], "curve tokens")
-    check(r["steps"] == {"run": STEPS, "applied": STEPS, "skipped": 0}, f"steps {r['steps']}")
+    check(r["steps"] == {"run": STEPS, "applied": STEPS, "skipped": 0, "gscale": 64.0}, f"steps {r['steps']}")
     check(r["final"]["perplexity"] < r["init"]["perplexity"],
           f"trained {r['final']['perplexity']} is not below the blr file's {r['init']['perplexity']}")
     check(r["final"]["perplexity"] > r["teacher"]["perplexity"] * 0.99, "the student beats its teacher by far")

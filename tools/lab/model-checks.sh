@@ -378,7 +378,9 @@ for stage, label in (("vt-fit", "vkblr-train from vkblr-fit"), ("vt-fit4x", "vkb
         rms = "" if r.get("best_latent_rms") is None else f" rms {r['best_latent_rms']:g}"
         rows.append((label, b.get("bpw", 0.0), b.get("blr", {}).get("bpw"), best["perplexity"], best["bits_per_byte"],
                      best.get("train_s", 0.0), f"lr {r['best_lr']:g}{rms}, {best['tokens'] / 1e6:.2f} M tokens seen, "
-                     f"{(rep.get('tokens_per_s') or 0) / 1e6:.3f} M tok/s"))
+                     f"{(rep.get('tokens_per_s') or 0) / 1e6:.3f} M tok/s"
+                     + (f", {rep['steps']['skipped']} of {rep['steps']['run']} steps skipped"
+                        if rep.get("steps", {}).get("skipped") else "")))
 print(f"{'model':33} {'bpw':>7} {'blr bpw':>8} {'ppl':>9} {'bits/byte':>9} {'wall s':>8}  note")
 for label, bpw, blr, ppl, bpb, wall, note in rows:
     blr_text = "-" if blr is None else f"{blr:.3f}"
