@@ -221,6 +221,16 @@ def test_bad_inputs_are_refused():
     save_checkpoint(wide, os.path.join(WORK, "wide"))
     refusal(1, "blr layer 'model.layers.0.mlp.down_proj.weight' is 64x128, the projection 64x256", "--model",
             os.path.join(WORK, "wide"))
+    # gradients no loss scale keeps finite (a final norm of 1e30): the run stops at the smallest scale, 2^-24,
+    # 30 halvings after the first scale, 64
+    import torch
+    from checkpoint import load_checkpoint
+    huge = load_checkpoint(REF)
+    with torch.no_grad():
+        huge.model.norm.weight.fill_(1e30)
+    save_checkpoint(huge, os.path.join(WORK, "huge"))
+    refusal(1, "step 31: the gradients hold NaN or Inf even at the smallest loss scale", "--model",
+            os.path.join(WORK, "huge"), "--steps", "40", "--eval-every", "40")
     # a config vkblr does not run
     shutil.copytree(REF, os.path.join(WORK, "gelu"), dirs_exist_ok=True)
     config = load_json("gelu/config.json")

@@ -501,6 +501,11 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
     prog.gscale = trainer.gscale();
     prog.gscale_clean = trainer.gscale_clean_steps();
     if (!r.applied) {
+      // skipped at the smallest scale: no scale keeps these gradients finite
+      require(r.gscale > 0x1p-24f,
+              "step {}: the gradients hold NaN or Inf even at the smallest loss scale (2^-24), after {} skipped "
+              "steps: a learning rate too large, or a model or blr file with values out of range",
+              s + 1, prog.skipped);
       progress.say(std::format("step {}: skipped (a gradient overflowed f16 at loss scale {:g}; now {:g})", s + 1,
                                r.gscale, prog.gscale));
     }
