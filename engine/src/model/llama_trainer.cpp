@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <format>
 #include <map>
 #include <optional>
 #include <tuple>
 
+#include "../ops/gscale.hpp"
 #include "../train/step_scalars.hpp"
 #include "block.hpp"
 #include "vkblr/error.hpp"
@@ -161,10 +161,7 @@ struct LlamaTrainer::Impl {
     if (!(settings.temperature > 0) || !std::isfinite(settings.temperature)) {
       fail("LlamaTrainer: temperature = {}", settings.temperature);
     }
-    if (!(settings.gscale > 0) || !std::isfinite(settings.gscale) ||
-        std::bit_cast<std::uint32_t>(settings.gscale) & 0x7fffffu) {
-      fail("LlamaTrainer: gscale = {}: want a power of two", settings.gscale);
-    }
+    vkblr::detail::require_gscale("LlamaTrainer", settings.gscale);
     if (settings.gscale < kMinGscale) fail("LlamaTrainer: gscale = {}: want at least 2^-24", settings.gscale);
     gscale = settings.gscale;
     if (settings.sign_step.grad_scale != 1.0f || settings.scale_adam.grad_scale != 1.0f) {
@@ -725,7 +722,8 @@ std::uint32_t LlamaTrainer::gscale_clean_steps() const noexcept { return impl_->
 void LlamaTrainer::set_gscale(float gscale, std::uint32_t clean_steps) {
   Impl& s = *impl_;
   const std::uint32_t growth = s.settings.gscale_growth;
-  if (!(gscale >= kMinGscale && gscale <= s.settings.gscale) || std::bit_cast<std::uint32_t>(gscale) & 0x7fffffu) {
+  vkblr::detail::require_gscale("LlamaTrainer::set_gscale", gscale);
+  if (gscale < kMinGscale || gscale > s.settings.gscale) {
     fail("LlamaTrainer::set_gscale: gscale = {}: want a power of two in [2^-24, {}]", gscale, s.settings.gscale);
   }
   if (growth != 0 && clean_steps >= growth) {

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "../context_impl.hpp"
+#include "gscale.hpp"
 #include "vkblr/context.hpp"
 #include "vkblr/dispatch.hpp"
 #include "vkblr/error.hpp"
@@ -63,13 +64,6 @@ inline void elements_fit(const char* op, std::uint64_t n) {
   require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
 }
 
-// A gradient's f16 staging scale: a finite power of two (so that dividing
-// it back out is exact).
-inline void require_gscale(const char* op, float gscale) {
-  int exponent = 0;
-  require(gscale > 0 && std::isfinite(gscale) && std::frexp(gscale, &exponent) == 0.5f,
-          "{}: gscale = {} is not a power of two", op, gscale);
-}
 
 // Binds the 4-byte elements [first, first + count) of `b` to `slot` of `d`
 // (checking `b` holds them) and returns `first` relative to the bound range,
