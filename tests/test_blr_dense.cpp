@@ -57,6 +57,21 @@ struct DenseSetup {
     rec.run();
   }
 
+  // dx and every path's scale and sign gradients within 3e-3 of the f64
+  // layer's (`want`: vkt::host_blr of x and dy)
+  void check_gradients(const vkt::HostResult& want) const {
+    CHECK(vkt::rel_error(dx.download<float>(), want.dx) < 3e-3);
+    for (std::size_t p = 0; p < layer.paths.size(); ++p) {
+      INFO("path " << p);
+      const BlrPath& dp = layer.paths[p];
+      CHECK(vkt::rel_error(dp.dh.download<float>(), want.paths[p].dh) < 3e-3);
+      CHECK(vkt::rel_error(dp.dl.download<float>(), want.paths[p].dl) < 3e-3);
+      CHECK(vkt::rel_error(dp.dg.download<float>(), want.paths[p].dg) < 3e-3);
+      CHECK(vkt::rel_error(dp.g_u.download<float>(), want.paths[p].gu) < 3e-3);
+      CHECK(vkt::rel_error(dp.g_v.download<float>(), want.paths[p].gv) < 3e-3);
+    }
+  }
+
   // y, dx, then every path's dh, dl, dg, G_U, G_V as words.
   std::vector<std::vector<std::uint32_t>> results() const {
     std::vector<std::vector<std::uint32_t>> out{y.download<std::uint32_t>(), dx.download<std::uint32_t>()};
@@ -79,16 +94,7 @@ GPU_TEST("blr dense route: forward, input, scale and sign gradients match the f6
   const auto want = vkt::host_blr(s.host, s.x, s.dy, s.ntok);
   INFO(paths << " paths");
   CHECK(vkt::rel_error(s.y.download<float>(), want.y) < 3e-3);
-  CHECK(vkt::rel_error(s.dx.download<float>(), want.dx) < 3e-3);
-  for (std::uint32_t p = 0; p < paths; ++p) {
-    INFO("path " << p);
-    const BlrPath& dp = s.layer.paths[p];
-    CHECK(vkt::rel_error(dp.dh.download<float>(), want.paths[p].dh) < 3e-3);
-    CHECK(vkt::rel_error(dp.dl.download<float>(), want.paths[p].dl) < 3e-3);
-    CHECK(vkt::rel_error(dp.dg.download<float>(), want.paths[p].dg) < 3e-3);
-    CHECK(vkt::rel_error(dp.g_u.download<float>(), want.paths[p].gu) < 3e-3);
-    CHECK(vkt::rel_error(dp.g_v.download<float>(), want.paths[p].gv) < 3e-3);
-  }
+  s.check_gradients(want);
 }
 
 GPU_TEST("blr dense route: many tokens whose gradients agree do not overflow dŴ's f16 staging", "[blr][dense]") {
@@ -107,16 +113,7 @@ GPU_TEST("blr dense route: many tokens whose gradients agree do not overflow dŴ
   double largest = 0;
   for (std::uint32_t t = 0; t < s.ntok; ++t) largest += double(s.dy[t * s.m]) * s.x[t * s.n];
   REQUIRE(largest * options.gscale > 65504.0);  // the case the staging scale is for
-  CHECK(vkt::rel_error(s.dx.download<float>(), want.dx) < 3e-3);
-  for (std::uint32_t p = 0; p < 2; ++p) {
-    INFO("path " << p);
-    const BlrPath& dp = s.layer.paths[p];
-    CHECK(vkt::rel_error(dp.dh.download<float>(), want.paths[p].dh) < 3e-3);
-    CHECK(vkt::rel_error(dp.dl.download<float>(), want.paths[p].dl) < 3e-3);
-    CHECK(vkt::rel_error(dp.dg.download<float>(), want.paths[p].dg) < 3e-3);
-    CHECK(vkt::rel_error(dp.g_u.download<float>(), want.paths[p].gu) < 3e-3);
-    CHECK(vkt::rel_error(dp.g_v.download<float>(), want.paths[p].gv) < 3e-3);
-  }
+  s.check_gradients(want);
 }
 
 GPU_TEST("blr dense route: the same bits run after run; accumulation adds exactly", "[blr][dense]") {
