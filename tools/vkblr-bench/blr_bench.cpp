@@ -3,7 +3,6 @@
 #include "blr_bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <format>
 #include <vkblr/ops/blr_lane.hpp>
@@ -82,42 +81,25 @@ std::vector<BlrResult> run_blr_bench(vkblr::Context& ctx, const BlrBenchOptions&
       warm_up(o.warmup, [&] { profiled.run(); });
       prof.reset();
       profiled.run();
-      const auto& ev = prof.events();
-      std::vector<double> span, busy;
       std::map<std::string, double> cls;
       double all = 0;
-      std::size_t e = 0;
-      for (std::uint32_t s = 0; s < o.reps && e < ev.size(); ++s) {
-        double first = 1e300, last = 0, sum = 0;
-        for (std::uint32_t d = 0; d < per_step[s] && e < ev.size(); ++d, ++e) {
-          first = std::min(first, ev[e].start_us);
-          last = std::max(last, ev[e].start_us + ev[e].duration_us);
-          sum += ev[e].duration_us;
-          cls[class_of(ev[e])] += ev[e].duration_us;
-          res.per_name_ms[(ev[e].tag.empty() ? "" : ev[e].tag + "/") + ev[e].name] +=
-              ev[e].duration_us * 1e-3 / static_cast<double>(o.reps);
-          all += ev[e].duration_us;
-        }
-        span.push_back((last - first) * 1e-3);
-        busy.push_back(sum * 1e-3);
-      }
-      res.span = stats_of(span);
-      res.busy = stats_of(busy);
+      const RepTimes times = rep_times(
+          prof.events(), o.reps, [&](std::uint32_t s) { return per_step[s]; },
+          [&](const vkblr::ProfileEvent& ev) {
+            cls[class_of(ev)] += ev.duration_us;
+            res.per_name_ms[(ev.tag.empty() ? "" : ev.tag + "/") + ev.name] +=
+                ev.duration_us * 1e-3 / static_cast<double>(o.reps);
+            all += ev.duration_us;
+          });
+      res.span = times.span;
+      res.busy = times.busy;
       for (auto& [k, v] : cls) res.share[k] = all > 0 ? v / all : 0;
 
       // unprofiled replay: wall time of `reps` steps in one submit
       vkblr::Recorder plain(ctx);
       for (std::uint32_t s = 0; s < o.reps; ++s) record_step(plain);
       vkblr::Graph graph = plain.finish();
-      warm_up(o.warmup, [&] { graph.run(); });
-      std::vector<double> wall;
-      for (int i = 0; i < 5; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        graph.run();
-        wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-                       o.reps);
-      }
-      res.replay_ms = stats_of(wall).median_ms;
+      res.replay_ms = replay_ms(graph, o.warmup, o.reps);
     } catch (const std::exception& err) {  // vkblr::Error, or host memory
       res.error = err.what();
     }

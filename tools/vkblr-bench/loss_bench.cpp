@@ -3,7 +3,6 @@
 #include "loss_bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <format>
 #include <stdexcept>
@@ -183,39 +182,22 @@ std::vector<LossResult> run_loss_bench(vkblr::Context& ctx, const LossBenchOptio
         warm_up(o.warmup, [&] { profiled.run(); });
         prof.reset();
         profiled.run();
-        const auto& ev = prof.events();
-        std::vector<double> span, busy;
-        std::size_t e = 0;
-        for (std::uint32_t r = 0; r < o.reps && e < ev.size(); ++r) {
-          double first = 1e300, last = 0, sum = 0;
-          for (std::uint32_t d = 0; d < res.dispatches && e < ev.size(); ++d, ++e) {
-            first = std::min(first, ev[e].start_us);
-            last = std::max(last, ev[e].start_us + ev[e].duration_us);
-            sum += ev[e].duration_us;
-            const double ms = ev[e].duration_us * 1e-3 / static_cast<double>(o.reps);
-            res.per_name_ms[ev[e].name] += ms;
-            if (ev[e].name.rfind("gemm", 0) == 0) res.gemm_ms += ms;
-            if (memory_bound(ev[e].name)) res.memory_ms += ms;
-          }
-          span.push_back((last - first) * 1e-3);
-          busy.push_back(sum * 1e-3);
-        }
-        res.span = stats_of(span);
-        res.busy = stats_of(busy);
+        const RepTimes times = rep_times(
+            prof.events(), o.reps, [&](std::uint32_t) { return res.dispatches; },
+            [&](const vkblr::ProfileEvent& ev) {
+              const double ms = ev.duration_us * 1e-3 / static_cast<double>(o.reps);
+              res.per_name_ms[ev.name] += ms;
+              if (ev.name.rfind("gemm", 0) == 0) res.gemm_ms += ms;
+              if (memory_bound(ev.name)) res.memory_ms += ms;
+            });
+        res.span = times.span;
+        res.busy = times.busy;
 
         // unprofiled replay: wall time of `reps` steps in one submit
         vkblr::Recorder plain(ctx);
         for (std::uint32_t r = 0; r < o.reps; ++r) plain.add(step);
         vkblr::Graph graph = plain.finish();
-        warm_up(o.warmup, [&] { graph.run(); });
-        std::vector<double> wall;
-        for (int i = 0; i < 5; ++i) {
-          const auto t0 = std::chrono::steady_clock::now();
-          graph.run();
-          wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-                         o.reps);
-        }
-        res.replay_ms = stats_of(wall).median_ms;
+        res.replay_ms = replay_ms(graph, o.warmup, o.reps);
         res.model_tflops = count.model_flops / (res.replay_ms * 1e-3) / 1e12;
         res.gemm_tflops = res.gemm_ms > 0 ? count.gemm_flops / (res.gemm_ms * 1e-3) / 1e12 : 0;
         res.memory_bytes = count.memory_bytes;

@@ -59,6 +59,45 @@ inline Stats stats_of(std::vector<double> ms) {
   return s;
 }
 
+// The span (first dispatch start to last end) and the busy time (the sum
+// of dispatch durations) of each rep of a profiled run whose events hold
+// `reps` reps of `per_rep(r)` dispatches each, in order; `on_event(event)`
+// sees every event counted.
+struct RepTimes {
+  Stats span, busy;
+};
+template <class PerRep, class OnEvent>
+RepTimes rep_times(const std::vector<vkblr::ProfileEvent>& ev, std::uint32_t reps, PerRep&& per_rep,
+                   OnEvent&& on_event) {
+  std::vector<double> span, busy;
+  std::size_t e = 0;
+  for (std::uint32_t r = 0; r < reps && e < ev.size(); ++r) {
+    double first = 1e300, last = 0, sum = 0;
+    for (std::uint32_t d = 0; d < per_rep(r) && e < ev.size(); ++d, ++e) {
+      first = std::min(first, ev[e].start_us);
+      last = std::max(last, ev[e].start_us + ev[e].duration_us);
+      sum += ev[e].duration_us;
+      on_event(ev[e]);
+    }
+    span.push_back((last - first) * 1e-3);
+    busy.push_back(sum * 1e-3);
+  }
+  return {stats_of(span), stats_of(busy)};
+}
+
+// Wall time per rep of a graph that holds `reps` reps, unprofiled: warmed
+// up as warm_up does, then the median of 5 timed runs, each over `reps`.
+inline double replay_ms(vkblr::Graph& graph, std::uint32_t warmup, std::uint32_t reps) {
+  warm_up(warmup, [&] { graph.run(); });
+  std::vector<double> wall;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    graph.run();
+    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps);
+  }
+  return stats_of(wall).median_ms;
+}
+
 // `record(rec, rep)` adds one rep's dispatches (rep = 0 .. reps-1, e.g. to
 // rotate inputs). Returns per-rep GPU time statistics.
 inline Stats time_gpu(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t reps,
