@@ -117,15 +117,10 @@ inline Stats time_gpu(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t r
   warm_up(warmup, [&] { g.run(); });
   prof.reset();
   g.run();
-  const auto& ev = prof.events();
-  std::vector<double> ms;
-  std::size_t e = 0;
-  for (std::uint32_t r = 0; r < reps && e < ev.size(); ++r) {
-    double us = 0;
-    for (std::uint32_t d = 0; d < dispatches_per_rep[r] && e < ev.size(); ++d) us += ev[e++].duration_us;
-    ms.push_back(us * 1e-3);
-  }
-  return stats_of(ms);
+  return rep_times(
+             prof.events(), reps, [&](std::uint32_t r) { return dispatches_per_rep[r]; },
+             [](const vkblr::ProfileEvent&) {})
+      .busy;
 }
 
 }  // namespace bench
