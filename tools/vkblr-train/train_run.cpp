@@ -502,7 +502,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
     prog.gscale_clean = trainer.gscale_clean_steps();
     if (!r.applied) {
       // skipped at the smallest scale: no scale keeps these gradients finite
-      require(r.gscale > 0x1p-24f,
+      require(r.gscale > model::kMinGscale,
               "step {}: the gradients hold NaN or Inf even at the smallest loss scale (2^-24), after {} skipped "
               "steps: a learning rate too large, or a model or blr file with values out of range",
               s + 1, prog.skipped);

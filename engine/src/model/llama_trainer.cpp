@@ -25,8 +25,6 @@ namespace {
 
 std::uint64_t f32_bytes(std::uint64_t a, std::uint64_t b = 1) { return a * b * 4; }
 
-constexpr float kMinGscale = 0x1p-24f;  // the dynamic loss scale halves no further
-
 // The f16 plane [out][in] transposed to [in][out] (a download, a host
 // transpose, an upload: once per dense projection of a student).
 Buffer transposed_plane(Context& ctx, const Projection& p) {

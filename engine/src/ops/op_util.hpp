@@ -64,7 +64,6 @@ inline void elements_fit(const char* op, std::uint64_t n) {
   require(n <= std::numeric_limits<std::uint32_t>::max(), "{}: {} elements exceed 32-bit indexing", op, n);
 }
 
-
 // Binds the 4-byte elements [first, first + count) of `b` to `slot` of `d`
 // (checking `b` holds them) and returns `first` relative to the bound range,
 // for the kernel's push constants. The range starts at the last offset at or

@@ -94,6 +94,10 @@ enum class BlrRoute : std::uint8_t { dense, factored };
 const char* to_string(BlrRoute route) noexcept;
 BlrRoute blr_route_from_string(const std::string& name);  // "dense", "factored"; Error otherwise
 
+// The smallest dynamic loss scale (Gradient scaling above): a step skipped
+// at it is not helped by a smaller one.
+inline constexpr float kMinGscale = 0x1p-24f;
+
 struct LlamaTrainConfig {
   MemoryPlan memory = MemoryPlan::keep;
   BlrRoute blr_route = BlrRoute::dense;
@@ -195,7 +199,7 @@ class LlamaTrainer {
 
   // The dynamic loss scale (see Gradient scaling) the next step runs at, and
   // the applied steps in a row since it last changed. set_gscale (resume)
-  // throws Error for a scale that is not a power of two in [2^-24, gscale],
+  // throws Error for a scale that is not a power of two in [kMinGscale, gscale],
   // or a count of gscale_growth or more (when gscale_growth is not 0).
   float gscale() const noexcept;
   std::uint32_t gscale_clean_steps() const noexcept;
