@@ -1,24 +1,32 @@
 #version 460
-// RMSNorm backward over blocks of rows, X, DY, DX f32 [rows][hidden], W f32
-// [hidden], INV f32 [rows] (the forward's inverse RMS), PART f32
-// [blocks][hidden]. X is the forward's normalized input (for
-// rmsnorm_fwd_residual: STREAM after the add). Workgroup b handles rows
-// b·rows_per_block .. (capped at rows) in order; for each row, with inv =
-// INV[row], each operation rounded in this order (precise):
+// RMSNorm backward, pass 1: dx, and dw's partial sums over blocks of rows.
+// X, DY, DX f32 [rows][hidden], W f32 [hidden], INV f32 [rows] (the
+// forward's inverse RMS), PART f32 [blocks][hidden]. X is the forward's
+// normalized input (for rmsnorm_fwd_residual: STREAM after the add).
+//
+// A workgroup holds ROW_SLOTS rows side by side, ROW_WG invocations each.
+// Block b is rows b·rows_per_block .. (capped at rows); slot s of it takes
+// the block's rows s·rows_per_slot .. in order (rows_per_block = ROW_SLOTS ·
+// rows_per_slot), the next row's loads issued before this row's reduction.
+// For each row, with inv = INV[row], each operation rounded in this order
+// (precise):
 //   xh[c] = X[c]·inv;   gy[c] = DY[c]·W[c]
 //   s     = Σ_c gy[c]·xh[c]       (the forward's order: per invocation, then row_sum())
 //   mean  = s / hidden
 //   dx[c] = (gy[c] − xh[c]·mean)·inv           DX = dx, or DX = DX + dx (accumulate)
-//   part[c] = part[c] + DY[c]·xh[c]           (from 0, rows in order)
-// and PART[b][c] = part[c]. colsum_finish then adds the blocks' partials in
-// block order: dw[c] (+)= Σ_b PART[b][c]. No atomics: the same bits every run.
+//   acc[c] = acc[c] + DY[c]·xh[c]             (from 0, the slot's rows in order)
+// then PART[b][c] = ((acc_0[c] + acc_1[c]) + acc_2[c]) + ...  (slots in order).
+// rmsnorm_dw.comp adds the blocks' partials. No atomics: the same bits
+// every run.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "rmsnorm.h"
 
 layout(constant_id = 0) const uint ROW_WG = 256;
-layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint COLS = VKBLR_RMSNORM_COLS;  // columns per invocation, ceil(hidden / ROW_WG)
+layout(constant_id = 2) const uint ROW_SLOTS = 1;
+layout(local_size_x_id = 3) in;  // ROW_SLOTS · ROW_WG
 #include "row_sum.glsl"
 
 layout(set = 0, binding = 0) restrict readonly buffer X { float x[]; };
@@ -28,54 +36,94 @@ layout(set = 0, binding = 5) restrict readonly buffer DY { float dy[]; };
 layout(set = 0, binding = 6) restrict buffer DX { float dx[]; };
 layout(set = 0, binding = 7) restrict writeonly buffer Partials { float part[]; };
 
+// The sums of slots 1 .. ROW_SLOTS − 1, slot s at (s − 1)·hidden.
+shared float slot_acc_s[(ROW_SLOTS - 1) * ROW_WG * COLS + 1];
+
 void main() {
   const uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (block >= pc.blocks) return;  // the whole workgroup
-  const uint t = gl_LocalInvocationIndex;
+  const uint slot = gl_LocalInvocationIndex / ROW_WG, t = gl_LocalInvocationIndex % ROW_WG;
   float wv[VKBLR_RMSNORM_COLS];
   float acc[VKBLR_RMSNORM_COLS];
-  [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
     const uint c = t + j * ROW_WG;
     wv[j] = c < pc.hidden ? w[c] : 0.0;
     acc[j] = 0.0;
   }
-  const uint first = block * pc.rows_per_block;
-  const uint end = min(first + pc.rows_per_block, pc.rows);
-  for (uint row = first; row < end; ++row) {
+  const uint first = block * pc.rows_per_block + slot * pc.rows_per_slot;
+  const uint end = min(first + pc.rows_per_slot, pc.rows);  // may be <= first: the slot only joins the barriers
+  float xv[VKBLR_RMSNORM_COLS], dyv[VKBLR_RMSNORM_COLS];
+  float inv = 0.0;
+  // the slot's first row
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
+    const uint c = t + j * ROW_WG;
+    const bool ok = first < end && c < pc.hidden;
+    xv[j] = ok ? x[first * pc.hidden + c] : 0.0;
+    dyv[j] = ok ? dy[first * pc.hidden + c] : 0.0;
+  }
+  if (first < end) inv = inv_rms[first];
+  for (uint i = 0; i < pc.rows_per_slot; ++i) {  // the same count in every slot: uniform barriers
+    const uint row = first + i;
+    const bool live = row < end;
     const uint base = row * pc.hidden;
-    const float inv = inv_rms[row];
-    float xh[VKBLR_RMSNORM_COLS], gy[VKBLR_RMSNORM_COLS], dyv[VKBLR_RMSNORM_COLS];
-    precise float s = 0.0;
-    [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+    // the next row's loads, in flight during this row's reduction
+    float xn[VKBLR_RMSNORM_COLS], dyn[VKBLR_RMSNORM_COLS];
+    const bool next = row + 1 < end;
+    [[unroll]] for (uint j = 0; j < COLS; ++j) {
       const uint c = t + j * ROW_WG;
-      xh[j] = 0.0;
-      gy[j] = 0.0;
-      dyv[j] = 0.0;
-      if (c < pc.hidden) {
-        precise const float xn = x[base + c] * inv;
-        const float d = dy[base + c];
-        precise const float g = d * wv[j];
-        xh[j] = xn;
-        gy[j] = g;
-        dyv[j] = d;
-        s = s + g * xn;
-      }
+      xn[j] = next && c < pc.hidden ? x[base + pc.hidden + c] : 0.0;
+      dyn[j] = next && c < pc.hidden ? dy[base + pc.hidden + c] : 0.0;
     }
-    s = row_sum(s);
-    precise const float mean = s / float(pc.hidden);
-    [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+    const float inv_next = next ? inv_rms[row + 1] : 0.0;
+    precise float s = 0.0;
+    [[unroll]] for (uint j = 0; j < COLS; ++j) {
       const uint c = t + j * ROW_WG;
-      if (c < pc.hidden) {
-        precise const float d = (gy[j] - xh[j] * mean) * inv;
+      precise const float xh = xv[j] * inv;
+      precise const float gy = dyv[j] * wv[j];
+      if (c < pc.hidden) s = s + gy * xh;
+    }
+    s = row_sum_of_slot(s, slot, t);
+    precise const float mean = s / float(pc.hidden);
+    [[unroll]] for (uint j = 0; j < COLS; ++j) {
+      const uint c = t + j * ROW_WG;
+      if (live && c < pc.hidden) {
+        precise const float xh = xv[j] * inv;  // the same bits as above
+        precise const float gy = dyv[j] * wv[j];
+        precise const float d = (gy - xh * mean) * inv;
         precise const float out_dx = pc.accumulate != 0 ? dx[base + c] + d : d;
         dx[base + c] = out_dx;
-        precise const float a = acc[j] + dyv[j] * xh[j];
+        precise const float a = acc[j] + dyv[j] * xh;
         acc[j] = a;
       }
     }
+    xv = xn;
+    dyv = dyn;
+    inv = inv_next;
   }
-  [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
-    const uint c = t + j * ROW_WG;
-    if (c < pc.hidden) part[block * pc.hidden + c] = acc[j];
+  // the slots' sums added in slot order by slot 0
+  if (ROW_SLOTS > 1) {
+    if (slot > 0) {
+      [[unroll]] for (uint j = 0; j < COLS; ++j) {
+        const uint c = t + j * ROW_WG;
+        if (c < pc.hidden) slot_acc_s[(slot - 1) * pc.hidden + c] = acc[j];
+      }
+    }
+    barrier();
+    if (slot == 0) {
+      [[unroll]] for (uint j = 0; j < COLS; ++j) {
+        const uint c = t + j * ROW_WG;
+        if (c < pc.hidden) {
+          precise float a = acc[j];
+          for (uint s2 = 1; s2 < ROW_SLOTS; ++s2) a = a + slot_acc_s[(s2 - 1) * pc.hidden + c];
+          acc[j] = a;
+        }
+      }
+    }
+  }
+  if (slot == 0) {
+    [[unroll]] for (uint j = 0; j < COLS; ++j) {
+      const uint c = t + j * ROW_WG;
+      if (c < pc.hidden) part[block * pc.hidden + c] = acc[j];
+    }
   }
 }

@@ -18,6 +18,8 @@
 #include "rmsnorm.h"
 
 layout(constant_id = 0) const uint ROW_WG = 256;
+const uint ROW_SLOTS = 1;
+layout(constant_id = 1) const uint COLS = VKBLR_RMSNORM_COLS;  // columns per invocation, ceil(hidden / ROW_WG)
 layout(local_size_x_id = 0) in;
 #include "row_sum.glsl"
 
@@ -34,10 +36,11 @@ void main() {
   if (row >= pc.rows) return;  // the whole workgroup: no barrier is skipped by part of it
   const uint t = gl_LocalInvocationIndex;
   const uint base = row * pc.hidden;
-  float v[VKBLR_RMSNORM_COLS];
-  [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+  float v[VKBLR_RMSNORM_COLS], wv[VKBLR_RMSNORM_COLS];  // w loaded with the row: one wait on memory, not two
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
     const uint c = t + j * ROW_WG;
     v[j] = 0.0;
+    wv[j] = c < pc.hidden ? w[c] : 0.0;
     if (c < pc.hidden) {
 #if RESIDUAL == 1
       precise const float r = stream[base + c] + x[base + c];
@@ -49,17 +52,17 @@ void main() {
     }
   }
   precise float ss = 0.0;
-  [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
     if (t + j * ROW_WG < pc.hidden) ss = ss + v[j] * v[j];
   }
   ss = row_sum(ss);
   precise const float mean = ss / float(pc.hidden) + pc.eps;
   const float inv = inversesqrt(mean);
   if (t == 0) inv_rms[row] = inv;
-  [[unroll]] for (uint j = 0; j < VKBLR_RMSNORM_COLS; ++j) {
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
     const uint c = t + j * ROW_WG;
     if (c < pc.hidden) {
-      precise const float out_y = v[j] * inv * w[c];
+      precise const float out_y = v[j] * inv * wv[j];
       y[base + c] = out_y;
     }
   }

@@ -12,7 +12,7 @@
 // A position >= max_positions writes quiet NaNs (0x7fc00000) to both:
 // reported, never read out of bounds.
 // Four pairs per invocation, a quarter of the pairs apart (add.comp's
-// pattern).
+// pattern), all loaded before any is written.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -26,29 +26,43 @@ layout(set = 0, binding = 2) restrict readonly buffer Table { vec2 table[]; };
 void main() {
   const uint first = elt_index();
   if (first >= pc.quarter) return;
+  // Every load of the four pairs is issued before the first store (the
+  // stores to X could alias later loads for all the compiler knows, so a
+  // pair-by-pair loop would wait on memory four times).
+  uint lo[4], pos[4];
+  bool live[4];
   [[unroll]] for (uint j = 0; j < 4; ++j) {
     const uint p = first + j * pc.quarter;
-    if (p >= pc.n) continue;
+    live[j] = p < pc.n;
     const uint i = p % pc.half_dim, head_row = p / pc.half_dim;  // head_row = token · heads + head
-    const uint token = head_row / pc.heads;
-    const uint lo = head_row * 2 * pc.half_dim + i, hi = lo + pc.half_dim;
-    const uint pos = positions[token];
-    const float a = x[lo], b = x[hi];
-    if (pos >= pc.max_positions) {
-      x[lo] = uintBitsToFloat(0x7fc00000u);
+    lo[j] = head_row * 2 * pc.half_dim + i;
+    pos[j] = live[j] ? positions[head_row / pc.heads] : 0u;
+  }
+  float a[4], b[4];
+  vec2 cs[4];
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    a[j] = live[j] ? x[lo[j]] : 0.0;
+    b[j] = live[j] ? x[lo[j] + pc.half_dim] : 0.0;
+    const uint i = lo[j] % (2 * pc.half_dim);
+    cs[j] = live[j] && pos[j] < pc.max_positions ? table[pos[j] * pc.half_dim + i] : vec2(0.0);
+  }
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    if (!live[j]) continue;
+    const uint hi = lo[j] + pc.half_dim;
+    if (pos[j] >= pc.max_positions) {
+      x[lo[j]] = uintBitsToFloat(0x7fc00000u);
       x[hi] = uintBitsToFloat(0x7fc00000u);
       continue;
     }
-    const vec2 cs = table[pos * pc.half_dim + i];
     precise float out_lo, out_hi;
     if (pc.inverse == 0) {
-      out_lo = a * cs.x - b * cs.y;
-      out_hi = b * cs.x + a * cs.y;
+      out_lo = a[j] * cs[j].x - b[j] * cs[j].y;
+      out_hi = b[j] * cs[j].x + a[j] * cs[j].y;
     } else {
-      out_lo = a * cs.x + b * cs.y;
-      out_hi = b * cs.x - a * cs.y;
+      out_lo = a[j] * cs[j].x + b[j] * cs[j].y;
+      out_hi = b[j] * cs[j].x - a[j] * cs[j].y;
     }
-    x[lo] = out_lo;
+    x[lo[j]] = out_lo;
     x[hi] = out_hi;
   }
 }

@@ -51,8 +51,8 @@ void check_values(const char* name, const std::vector<float>& got, const vkt::Re
 GPU_TEST("rmsnorm forward and backward match the f64 reference", "[ops][rmsnorm]") {
   // hidden 40: workgroups of 32, the second column of each invocation
   // partial; 520: 128 with 5 columns, partial; 896: 128 with 7 (Qwen's);
-  // 4100: 1024 with 5, partial. 37 tokens: 8-row blocks of the backward,
-  // the last one 5 rows.
+  // 4100: 1024 with 5, partial. The backward's rows side by side: 16 of
+  // 32 invocations (37 tokens: blocks of 16 rows, the last 5), 4 of 128.
   for (const auto& [tokens, hidden] : {std::pair{37u, 40u}, std::pair{37u, 520u}, std::pair{9u, 896u},
                                        std::pair{5u, 4100u}}) {
     INFO("tokens = " << tokens << ", hidden = " << hidden);
@@ -180,9 +180,10 @@ GPU_TEST("rmsnorm: fused residual ≡ add_into + rmsnorm_fwd, accumulation ≡ f
   CHECK(vkt::count_bit_diffs(dw3.download<float>(), got_dw) == 0);
 }
 
-GPU_TEST("rmsnorm folds more than 65535 rows; the backward's blocks grow past 8 rows", "[ops][rmsnorm]") {
-  // 66000 rows: the forward's grid folds into y; the backward cuts them
-  // into 1016 blocks of 65 rows
+GPU_TEST("rmsnorm folds more than 65535 rows; the backward's slots take several rows each", "[ops][rmsnorm]") {
+  // 66000 rows: the forward's grid folds into y; the backward's workgroups
+  // hold 16 rows side by side, 9 rows each (the next one's loads in flight):
+  // 459 blocks of 144 rows
   const std::uint32_t tokens = 66000, hidden = 32;
   const std::size_t n = std::size_t{tokens} * hidden;
   const ops::RmsNorm shape{tokens, hidden, 1e-5f};
@@ -193,7 +194,9 @@ GPU_TEST("rmsnorm folds more than 65535 rows; the backward's blocks grow past 8 
   CHECK(fwd.groups[1] == 2);
   Recorder rec(ctx);
   rec.add(fwd);
-  rec.add(ops::rmsnorm_bwd(ctx, x, w, inv, dy, dx, dw, shape));
+  const Ops bwd = ops::rmsnorm_bwd(ctx, x, w, inv, dy, dx, dw, shape);
+  CHECK(bwd[0].groups[0] == 459);
+  rec.add(bwd);
   rec.run();
   const auto x64 = vkt::widen(in.x), w64 = vkt::widen(in.w), dy64 = vkt::widen(in.dy);
   const vkt::RmsNormRef f = vkt::rmsnorm_fwd_ref(x64, w64, tokens, hidden, shape.eps);
@@ -201,8 +204,8 @@ GPU_TEST("rmsnorm folds more than 65535 rows; the backward's blocks grow past 8 
   check_values("y", y.download<float>(), f.y, kTol);
   check_values("inv_rms", inv.download<float>(), f.inv, kTol);
   check_values("dx", dx.download<float>(), b.dx, kTol);
-  // dw: 65 rows per block, then 1016 blocks
-  check_values("dw", dw.download<float>(), b.dw, (128.0 + 65 + 1016) * 0x1p-24);
+  // dw: 9 rows per slot, 16 slots, then 58 blocks per slice and 8 slices
+  check_values("dw", dw.download<float>(), b.dw, (128.0 + 9 + 16 + 58 + 8) * 0x1p-24);
 }
 
 GPU_TEST("rmsnorm refuses bad shapes, small buffers and overlapping outputs", "[ops][rmsnorm][errors]") {

@@ -5,7 +5,8 @@
 # warm, so the stages of one session build on each other):
 #   train      train the reference model (tools/model/train_reference.py,
 #              ~5 min), its held-out figures, and hf_check.py (transformers
-#              loads it: the same logits, the same token ids)
+#              loads it: the same logits, the same token ids; HF_CHECK=0
+#              skips it)
 #   bpw1 bpw1.5 bpw2
 #              layer-wise, uniform 1 / 1.5 / 2 bpw per layer: dump the
 #              calibration inputs (36864 training tokens), vkblr-fit
@@ -165,8 +166,10 @@ for stage in $stages; do
       log "train the reference model"
       python3 tools/model/train_reference.py --corpus "$CORPUS" --out "$REF" "${TRAIN[@]}" 2>&1 | tee "$W/train.log" | tail -6
       cp "$REF/report.json" "$OUT/train.json" 2>/dev/null
-      python3 tools/model/hf_check.py --model "$REF" --corpus "$CORPUS" --device $DEVICE --json "$W/hf_check.json"
-      echo "hf_check rc $?"; cp "$W/hf_check.json" "$OUT/" 2>/dev/null
+      if [ "${HF_CHECK:-1}" != 0 ]; then
+        python3 tools/model/hf_check.py --model "$REF" --corpus "$CORPUS" --device $DEVICE --json "$W/hf_check.json"
+        echo "hf_check rc $?"; cp "$W/hf_check.json" "$OUT/" 2>/dev/null
+      fi
       ;;
     bpw1 | bpw1.5 | bpw2 | model-bpw1 | seq1)
       log "layer-wise $stage"

@@ -1,5 +1,5 @@
 // RMSNorm forward and backward (glsl/rmsnorm_fwd.comp, rmsnorm_bwd.comp;
-// the backward's dw partials are added by glsl/colsum_finish.comp).
+// the backward's dw partials are added by glsl/rmsnorm_dw.comp).
 #include "rmsnorm.h"
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 #include <cmath>
 #include <tuple>
 
-#include "colsum.h"
 #include "op_util.hpp"
 #include "ranges.hpp"
 #include "vkblr/ops/rmsnorm.hpp"
@@ -17,13 +16,16 @@ namespace {
 using detail::ceil_div;
 using detail::need_bytes;
 using detail::require_apart;
-using shader::ColsumPush;
 using shader::RmsnormPush;
 static_assert(sizeof(RmsnormPush) == 32);
 
 constexpr std::uint32_t kMaxHidden = VKBLR_RMSNORM_MAX_WG * VKBLR_RMSNORM_COLS;
-constexpr std::uint32_t kMinBlockRows = 8;
-constexpr std::uint32_t kTargetBlocks = 1024;
+// The backward: rows side by side in a workgroup up to this many
+// invocations, and enough rows per slot that about kBwdInvocations
+// invocations cover the batch (a large GPU's resident threads; fewer
+// leave its memory idle, more only add dw partials).
+constexpr std::uint32_t kBwdWorkgroup = 512;
+constexpr std::uint64_t kBwdInvocations = std::uint64_t{1} << 18;
 
 // The workgroup of a row of `hidden` columns: the smallest power of two
 // from 32 that leaves at most 8 columns per invocation (at most 1024, then
@@ -40,7 +42,10 @@ std::array<std::uint32_t, 3> folded(std::uint32_t count) {
   return {detail::kFoldWidth, ceil_div(count, detail::kFoldWidth), 1};
 }
 
-// Checks the shape; the workgroup size in `wg`.
+// Columns per invocation of a row of `hidden` over `wg` invocations.
+std::uint32_t row_cols(std::uint32_t hidden, std::uint32_t wg) { return ceil_div(hidden, wg); }
+
+// Checks the shape; the invocations of a row in `wg`.
 RmsnormPush norm_push(Context& ctx, const char* op, const RmsNorm& s, std::uint32_t* wg) {
   detail::dim(op, "tokens", s.tokens);
   detail::dim(op, "hidden", s.hidden);
@@ -79,7 +84,7 @@ Dispatch forward(Context& ctx, const char* op, const Buffer& x, const Buffer* st
     require_apart(op, "stream", *stream, bytes, "y", y, bytes);
     require_apart(op, "stream", *stream, bytes, "inv_rms", inv_rms, inv_bytes);
   }
-  const std::uint32_t spec[] = {wg};
+  const std::uint32_t spec[] = {wg, row_cols(s.hidden, wg)};
   Dispatch d = detail::make_dispatch(ctx, stream ? detail::KernelId::rmsnorm_fwd_residual : detail::KernelId::rmsnorm_fwd,
                                      op, spec);
   d.set_push(p).bind(0, x, Access::read).bind(2, w, Access::read).bind(3, y, Access::write);
@@ -121,11 +126,15 @@ Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& in
   require_apart(op, "dx", dx, bytes, "dw", dw, w_bytes);
 
   p.accumulate = options.accumulate_dx ? 1 : 0;
-  p.rows_per_block = std::max(kMinBlockRows, ceil_div(shape.tokens, kTargetBlocks));
+  p.accumulate_dw = options.accumulate_dw ? 1 : 0;
+  const std::uint32_t slots = std::min(std::max(kBwdWorkgroup / wg, 1u), shape.tokens);
+  p.rows_per_slot = static_cast<std::uint32_t>(
+      std::max<std::uint64_t>(1, (std::uint64_t{shape.tokens} * wg + kBwdInvocations - 1) / kBwdInvocations));
+  p.rows_per_block = slots * p.rows_per_slot;
   p.blocks = ceil_div(shape.tokens, p.rows_per_block);
   const Transient part = make_transient(std::uint64_t{p.blocks} * shape.hidden * 4);
 
-  const std::uint32_t spec[] = {wg};
+  const std::uint32_t spec[] = {wg, row_cols(shape.hidden, wg), slots, slots * wg};
   Dispatch rows = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_bwd, op, spec);
   rows.set_push(p)
       .bind(0, x, Access::read)
@@ -136,18 +145,12 @@ Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& in
       .bind(7, part, Access::write);
   rows.groups = folded(p.blocks);
 
-  // dw (+)= Σ_b part[b], blocks in order: colsum's second pass.
-  ColsumPush f{};
-  f.m = shape.tokens;
-  f.k = shape.hidden;
-  f.rows_per_block = p.rows_per_block;
-  f.blocks = p.blocks;
-  f.accumulate = options.accumulate_dw ? 1 : 0;
-  Dispatch finish = detail::make_dispatch(ctx, detail::KernelId::colsum_finish, "rmsnorm_bwd_dw");
-  finish.set_push(f)
-      .bind(3, part, Access::read)
-      .bind(4, dw, options.accumulate_dw ? Access::read_write : Access::write);
-  finish.groups = {ceil_div(shape.hidden, VKBLR_COLSUM_WG), 1, 1};
+  // dw (+)= Σ_b part[b]: slices of blocks side by side, then the slices in order.
+  Dispatch finish = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_dw, "rmsnorm_bwd_dw");
+  finish.set_push(p)
+      .bind(7, part, Access::read)
+      .bind(3, dw, options.accumulate_dw ? Access::read_write : Access::write);
+  finish.groups = {ceil_div(shape.hidden, VKBLR_RMSNORM_DW_COLS), 1, 1};
   return {rows, finish};
 }
 

@@ -57,10 +57,11 @@ struct RmsNormBackward {
 //   dx f32 [tokens][hidden] (+)= inv·(dy·w − x̂·mean(dy·w·x̂)),  x̂ = x·inv
 //   dw f32 [hidden]         (+)= Σ_rows dy·x̂
 // Two dispatches: the first writes dx and per-block partial sums of dw
-// (blocks of max(8, ceil(tokens / 1024)) rows; a transient of
-// ceil(tokens / block rows) × hidden floats), the second (colsum_finish)
-// adds the blocks' partials in block order. No atomics: the same bits
-// every run.
+// (a block is a workgroup's few rows side by side, each taking
+// ceil(tokens · row invocations / 2^18) consecutive rows; the partials are
+// a transient of blocks × hidden floats), the second adds the blocks'
+// partials in a fixed order (rmsnorm_dw.comp). No atomics: the same bits
+// every run; dx's bits of a row do not depend on the batch.
 Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& inv_rms, const Buffer& dy,
                 const Buffer& dx, const Buffer& dw, const RmsNorm& shape, const RmsNormBackward& options = {});
 
