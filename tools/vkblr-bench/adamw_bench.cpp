@@ -29,14 +29,7 @@ MemoryNeed adamw_memory(std::uint32_t n, bool copy, bool concat) {
 
 std::vector<AdamwResult> run_adamw_bench(vkblr::Context& ctx, const AdamwBenchOptions& o) {
   std::vector<AdamwResult> out;
-  double copy_gbs = 0;
-  try {
-    copy_gbs = copy_bandwidth(ctx, ctx.caps().device_type == "cpu" ? (1u << 24) : (1u << 26), o.warmup,
-                              std::max(o.reps, 20u));
-    if (!o.quiet) std::fprintf(stderr, "copy (scale_acc): %.1f GB/s\n", copy_gbs);
-  } catch (const std::exception& e) {
-    if (!o.quiet) std::fprintf(stderr, "copy baseline failed: %s\n", e.what());
-  }
+  const double copy_gbs = copy_baseline(ctx, o.warmup, o.reps, o.quiet);
   for (const std::uint32_t n : o.sizes) {
     AdamwResult res;
     res.n = n;

@@ -112,18 +112,21 @@ double copy_bandwidth(vkblr::Context& ctx, std::uint64_t floats, std::uint32_t w
   return 8.0 * m * k / (s.median_ms * 1e-3) / 1e9;
 }
 
+double copy_baseline(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t reps, bool quiet) {
+  try {
+    const double gbs = copy_bandwidth(ctx, ctx.caps().device_type == "cpu" ? (1u << 24) : (1u << 26), warmup,
+                                      std::max(reps, 20u));
+    if (!quiet) std::fprintf(stderr, "copy (scale_acc): %.1f GB/s\n", gbs);
+    return gbs;
+  } catch (const std::exception& e) {  // vkblr::Error, or host memory
+    if (!quiet) std::fprintf(stderr, "copy baseline failed: %s\n", e.what());
+    return 0;
+  }
+}
+
 std::vector<LossResult> run_loss_bench(vkblr::Context& ctx, const LossBenchOptions& o) {
   std::vector<LossResult> out;
-  // the copy baseline over 256 MiB each way (64 MiB on a CPU device), well
-  // past a GPU's last-level cache
-  double copy_gbs = 0;
-  try {
-    copy_gbs = copy_bandwidth(ctx, ctx.caps().device_type == "cpu" ? (1u << 24) : (1u << 26), o.warmup,
-                              std::max(o.reps, 20u));
-    if (!o.quiet) std::fprintf(stderr, "copy (scale_acc): %.1f GB/s\n", copy_gbs);
-  } catch (const std::exception& e) {
-    if (!o.quiet) std::fprintf(stderr, "copy baseline failed: %s\n", e.what());
-  }
+  const double copy_gbs = copy_baseline(ctx, o.warmup, o.reps, o.quiet);
   for (const LossCase& c : o.cases) {
     for (const std::uint32_t slice : o.slices) {
       LossResult res;

@@ -70,6 +70,11 @@ MemoryNeed loss_memory(const LossCase& c, std::uint32_t slice, bool kl, std::uin
 // The bandwidth of a plain f32 copy (scale_acc: out = a · col, one read and
 // one write per element) over `floats` elements, in GB/s.
 double copy_bandwidth(vkblr::Context& ctx, std::uint64_t floats, std::uint32_t warmup, std::uint32_t reps);
+// The loss and AdamW benches' baseline: copy_bandwidth over 256 MiB each
+// way (64 MiB on a CPU device), well past a GPU's last-level cache, at
+// least 20 reps; printed unless quiet; 0 when it fails (the message
+// printed unless quiet).
+double copy_baseline(vkblr::Context& ctx, std::uint32_t warmup, std::uint32_t reps, bool quiet);
 
 std::vector<LossResult> run_loss_bench(vkblr::Context& ctx, const LossBenchOptions& options);
 inline bool failed(const LossResult& r) { return !r.error.empty(); }
