@@ -39,6 +39,19 @@ layout(set = 0, binding = 7) restrict writeonly buffer Partials { float part[]; 
 // The sums of slots 1 .. ROW_SLOTS − 1, slot s at (s − 1)·hidden.
 shared float slot_acc_s[(ROW_SLOTS - 1) * ROW_WG * COLS + 1];
 
+// Row `row`'s columns of this invocation (t, t + ROW_WG, ...) of X and DY,
+// and its INV; zeros where `live` is false or past hidden.
+void load_row(uint row, bool live, uint t, out float xr[VKBLR_RMSNORM_COLS], out float dyr[VKBLR_RMSNORM_COLS],
+              out float inv) {
+  [[unroll]] for (uint j = 0; j < COLS; ++j) {
+    const uint c = t + j * ROW_WG;
+    const bool ok = live && c < pc.hidden;
+    xr[j] = ok ? x[row * pc.hidden + c] : 0.0;
+    dyr[j] = ok ? dy[row * pc.hidden + c] : 0.0;
+  }
+  inv = live ? inv_rms[row] : 0.0;
+}
+
 void main() {
   const uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (block >= pc.blocks) return;  // the whole workgroup
@@ -53,28 +66,16 @@ void main() {
   const uint first = block * pc.rows_per_block + slot * pc.rows_per_slot;
   const uint end = min(first + pc.rows_per_slot, pc.rows);  // may be <= first: the slot only joins the barriers
   float xv[VKBLR_RMSNORM_COLS], dyv[VKBLR_RMSNORM_COLS];
-  float inv = 0.0;
-  // the slot's first row
-  [[unroll]] for (uint j = 0; j < COLS; ++j) {
-    const uint c = t + j * ROW_WG;
-    const bool ok = first < end && c < pc.hidden;
-    xv[j] = ok ? x[first * pc.hidden + c] : 0.0;
-    dyv[j] = ok ? dy[first * pc.hidden + c] : 0.0;
-  }
-  if (first < end) inv = inv_rms[first];
+  float inv;
+  load_row(first, first < end, t, xv, dyv, inv);
   for (uint i = 0; i < pc.rows_per_slot; ++i) {  // the same count in every slot: uniform barriers
     const uint row = first + i;
     const bool live = row < end;
     const uint base = row * pc.hidden;
     // the next row's loads, in flight during this row's reduction
     float xn[VKBLR_RMSNORM_COLS], dyn[VKBLR_RMSNORM_COLS];
-    const bool next = row + 1 < end;
-    [[unroll]] for (uint j = 0; j < COLS; ++j) {
-      const uint c = t + j * ROW_WG;
-      xn[j] = next && c < pc.hidden ? x[base + pc.hidden + c] : 0.0;
-      dyn[j] = next && c < pc.hidden ? dy[base + pc.hidden + c] : 0.0;
-    }
-    const float inv_next = next ? inv_rms[row + 1] : 0.0;
+    float inv_next;
+    load_row(row + 1, row + 1 < end, t, xn, dyn, inv_next);
     precise float s = 0.0;
     [[unroll]] for (uint j = 0; j < COLS; ++j) {
       const uint c = t + j * ROW_WG;
