@@ -330,10 +330,10 @@ void main() {
 #else
 // ---------------------------------------------------------------- dkdv
 const uint SPQ = BQ + 8;  // Pᵀ, dSᵀ row stride (halves)
-// The Q tile at 0 and the dO tile at BQ·SH8; the K and V rows of the
-// workgroup's BK keys at the start; the output's column chunks (2·BK rows:
-// dV, then dK) at the end.
-shared uvec4 qd_s[MAX3(2 * BQ * SH8, 2 * BK * SH8, 2 * BK * EPI_STRIDE / 4)];
+// The Q tile at 0 and the dO tile at BQ·SH8; the K rows, then the V rows,
+// of the workgroup's BK keys at the start; the output's column chunks
+// (2·BK rows: dV, then dK) at the end.
+shared uvec4 qd_s[MAX3(2 * BQ * SH8, BK * SH8, 2 * BK * EPI_STRIDE / 4)];
 shared float16_t p_s[BK * SPQ];   // each warp's F key rows of Pᵀ
 shared float16_t ds_s[BK * SPQ];  // ... and of dSᵀ
 shared float idx_s[2 * F * F];    // the row- and column-index matrices
@@ -351,18 +351,19 @@ void main() {
   const uint k0 = kb * BK;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
 
+  // the K rows, then the V rows through the same shared tile
   STAGE16(qd_s, 0, k16, BK, row0, k0, ks8, g * HV8)
-  STAGE16(qd_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
   for (uint e = tid; e < F * F; e += WG_SIZE) {
     idx_s[e] = float(e / F);
     idx_s[F * F + e] = float(e % F);
   }
   barrier();
   FragA kf[DF], vf[DF];  // the warp's K and V rows
-  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(kf[kk], qd_s, (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
-    coopMatLoad(vf[kk], qd_s, BK * SH8 + (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
-  }
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) coopMatLoad(kf[kk], qd_s, (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  barrier();
+  STAGE16(qd_s, 0, v16, BK, row0, k0, ks8, g * HV8)
+  barrier();
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) coopMatLoad(vf[kk], qd_s, (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
   Acc rowid, colid;
   coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
   coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);

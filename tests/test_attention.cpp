@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "support/attention_ref.hpp"
@@ -81,10 +82,10 @@ struct Problem {
 };
 
 Outputs run_attention(Context& ctx, const AttentionDims& a, const Inputs& in, AttentionKernel kernel, bool backward,
-                      float gscale = ops::AttentionOptions{}.gscale) {
+                      float gscale = ops::AttentionOptions{}.gscale, std::uint32_t block = 0) {
   Problem p(ctx, a, in);
   Recorder rec(ctx);
-  p.record(ctx, rec, a, {.kernel = kernel, .gscale = gscale}, backward);
+  p.record(ctx, rec, a, {.kernel = kernel, .gscale = gscale, .block = block}, backward);
   rec.run();
   return p.download(backward);
 }
@@ -239,6 +240,47 @@ GPU_TEST("attention plain and coopmat agree within the f16 tolerance", "[attenti
   CHECK(vkt::count_bit_diffs(coop.o, plain.o) > 0);  // two kernels, not one
 }
 
+GPU_TEST("attention coopmat matches the reference at each block; automatic takes the longest that fits",
+         "[attention]") {
+  const AttentionDims a{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64};
+  if (!ops::attention_kernel_available(ctx, AttentionKernel::coopmat, a.head_dim)) SKIP("no cooperative matrices");
+  const Inputs in = make_inputs(a, 9450);
+  const vkt::AttentionRef want = vkt::attention_reference(a, in.q, in.k, in.v, &in.dout);
+  const float gscale = ops::AttentionOptions{}.gscale;
+  const Outputs automatic = run_attention(ctx, a, in, AttentionKernel::coopmat, true);
+  bool longest = true;  // blocks go from the longest down
+  for (std::uint32_t block : {64u, 32u, 16u}) {
+    INFO("block " << block);
+    Outputs got;
+    try {
+      got = run_attention(ctx, a, in, AttentionKernel::coopmat, true, gscale, block);
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), ContainsSubstring("block = " + std::to_string(block) + " does not fit"));
+      continue;
+    }
+    check_forward(got, want, AttentionKernel::coopmat);
+    check_backward(got, want, AttentionKernel::coopmat);
+    if (longest) {
+      for (auto member : {&Outputs::o, &Outputs::lse, &Outputs::dq, &Outputs::dk, &Outputs::dv}) {
+        CHECK(vkt::count_bit_diffs(got.*member, automatic.*member) == 0);
+      }
+      longest = false;
+    }
+    // from the same o and lse, the gradients are the same bits at any block
+    Problem p(ctx, a, in);
+    Recorder rec(ctx);
+    rec.add(ops::attention_forward(ctx, p.q, p.k, p.v, p.o, p.lse, shape_of(a), {.kernel = AttentionKernel::coopmat}));
+    rec.add(ops::attention_backward(ctx, p.q, p.k, p.v, p.o, p.lse, p.dout, p.dq, p.dk, p.dv, shape_of(a),
+                                    {.kernel = AttentionKernel::coopmat, .block = block}));
+    rec.run();
+    const Outputs mixed = p.download(true);
+    for (auto member : {&Outputs::dq, &Outputs::dk, &Outputs::dv}) {
+      CHECK(vkt::count_bit_diffs(mixed.*member, automatic.*member) == 0);
+    }
+  }
+  CHECK_FALSE(longest);  // some block fits
+}
+
 GPU_TEST("attention gives the same bits run after run", "[attention]") {
   const AttentionDims a{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64};
   const Inputs in = make_inputs(a, 9500);
@@ -356,6 +398,12 @@ GPU_TEST("attention refuses bad shapes, small buffers and overlapping outputs", 
   CHECK_THROWS_WITH(fwd(s), ContainsSubstring("is not finite and positive"));
   CHECK_THROWS_WITH(bwd(shape_of(a), {.gscale = 3.0f}),
                     ContainsSubstring("attention_backward: gscale = 3 is not a power of two"));
+  for (AttentionKernel kernel : kernels_of(ctx, a.head_dim)) {
+    CHECK_THROWS_WITH(fwd(shape_of(a), {.kernel = kernel, .block = 48}),
+                      ContainsSubstring("attention_forward: block = 48 is not 64, 32 or 16"));
+    CHECK_THROWS_WITH(bwd(shape_of(a), {.kernel = kernel, .block = 8}),
+                      ContainsSubstring("attention_backward: block = 8 is not 64, 32 or 16"));
+  }
   // outputs overlapping an operand (o over q; dk over dv through a view)
   CHECK_THROWS_WITH(ops::attention_forward(ctx, p.q, p.k, p.v, p.q, p.lse, shape_of(a)),
                     ContainsSubstring("attention_forward: q and o overlap"));

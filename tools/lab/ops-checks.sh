@@ -6,9 +6,10 @@
 #   rows       tools/lab/rows-checks.sh: RMSNorm, SwiGLU, embedding, RoPE
 #              (vkblr-bench rows, rows_torch.py, their table)
 #   attention  vkblr-bench --json attention (the library's kernel choice,
-#              and the plain kernel) and tools/lab/attention-sdpa.py
-#              (PyTorch's flash SDPA), with a table: TFLOP/s and vkblr's
-#              share of the best of PyTorch's
+#              with ATTN_ARGS passed on, e.g. "--block 0 --block 32 --stats";
+#              and the plain kernel unless ATTN_PLAIN=0) and
+#              tools/lab/attention-sdpa.py (PyTorch's flash SDPA), with a
+#              table: TFLOP/s and vkblr's share of the best of PyTorch's
 #   loss       vkblr-bench --json loss and adamw, and
 #              tools/lab/torch-loss-adamw.py on the same shapes
 # Each stage runs under its own limit (STAGE_S seconds, default 150), so a
@@ -52,10 +53,13 @@ fi
 
 if want attention; then
   log attention
-  timeout $((STAGE_S / 3)) "$B"/vkblr-bench --json attention > "$OUT/attention-vkblr.json"
-  echo "vkblr automatic rc $?"
-  timeout $((STAGE_S / 3)) "$B"/vkblr-bench --json attention --kernel plain > "$OUT/attention-vkblr-plain.json"
-  echo "vkblr plain rc $?"
+  read -r -a attn_args <<< "${ATTN_ARGS:-}"
+  timeout $((STAGE_S / 3)) "$B"/vkblr-bench --json attention "${attn_args[@]}" > "$OUT/attention-vkblr.json"
+  echo "vkblr rc $?"
+  if [ "${ATTN_PLAIN:-1}" != 0 ]; then
+    timeout $((STAGE_S / 3)) "$B"/vkblr-bench --json attention --kernel plain > "$OUT/attention-vkblr-plain.json"
+    echo "vkblr plain rc $?"
+  fi
   timeout $((STAGE_S / 2)) python3 tools/lab/attention-sdpa.py "$OUT/attention-torch.json" > /dev/null
   echo "torch rc $?"
   python3 - "$OUT" <<'PY'
@@ -67,8 +71,25 @@ def load(name):
     except (OSError, ValueError) as e:
         print(f"  {name}: {e}")
         return None
-v, p, t = load("attention-vkblr.json"), load("attention-vkblr-plain.json"), load("attention-torch.json")
-print(json.dumps(v)[:1500] if v else "", "\n", json.dumps(t)[:1500] if t else "")
+v, t = load("attention-vkblr.json"), load("attention-torch.json")
+best = {}  # (B, T, H, KVH, D) -> PyTorch's best forward + backward TFLOP/s over dtypes and ways
+for c in (t or {}).get("cases", []):
+    key = (c["batch"], c["seq"], c["heads"], c["kv_heads"], c["head_dim"])
+    rates = [c.get(f"{w}_step_tflops", 0) for w in ("eager", "compile", "graph")]
+    best[key] = max(best.get(key, 0), *rates)
+print(f"{'case':24s} {'kernel':8s} {'block':>5s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
+for r in (v or {}).get("attention", []):
+    key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
+    name = "{},{},{},{},{}".format(*key)
+    if "error" in r:
+        print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} error: {r['error']}")
+        continue
+    ratio = r["step_tflops"] / best[key] if best.get(key) else float("nan")
+    passes = " ".join(f"{k.removeprefix('attention_')} {ms:.3f}" for k, ms in sorted(r["per_name_ms"].items()))
+    regs = " ".join(f"{k.removeprefix('attention_')}:" + ",".join(f"{n}={x}" for n, x in st.items() if "egister" in n
+                    or "hared" in n) for k, st in sorted(r.get("kernel_stats", {}).items()))
+    print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} {r['forward_tflops']:7.1f} {r['step_tflops']:7.1f} "
+          f"{ratio:6.2f}  {passes}; {regs}")
 PY
 fi
 

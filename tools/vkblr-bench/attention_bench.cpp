@@ -8,6 +8,7 @@
 #include <format>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 
 #include "bench_args.hpp"
 
@@ -122,55 +123,85 @@ bool failed(const AttentionResult& r) {
   return !r.error.empty() || (r.check_error >= 0 && !(r.check_error <= check_limit(r.kernel)));
 }
 
+namespace {
+
+// One case with one block (0: the library's choice).
+AttentionResult run_attention_case(vkblr::Context& ctx, const AttentionBenchOptions& o, const AttentionCase& c,
+                                   std::uint32_t block) {
+  AttentionResult r;
+  r.c = c;
+  r.block = block;
+  try {
+    require_fits(ctx.caps(), attention_memory(c), to_string(c));
+    const vkblr::ops::AttentionShape shape{c.batch, c.seq, c.heads, c.kv_heads, c.head_dim, 0.0f};
+    const vkblr::ops::AttentionKernel kernel = o.kernel == vkblr::ops::AttentionKernel::automatic
+                                                   ? vkblr::ops::attention_kernel_for(ctx, c.head_dim)
+                                                   : o.kernel;
+    r.kernel = vkblr::ops::to_string(kernel);
+    const std::size_t tokens = std::size_t{c.batch} * c.seq;
+    const std::size_t qn = tokens * c.heads * c.head_dim, kvn = tokens * c.kv_heads * c.head_dim;
+    HostCase in{random_floats(qn, 1, 1.0f), random_floats(kvn, 2, 1.0f), random_floats(kvn, 3, 1.0f),
+                random_floats(qn, 4, 1e-3f)};
+    vkblr::Buffer q = ctx.upload(in.q), k = ctx.upload(in.k), v = ctx.upload(in.v), dout = ctx.upload(in.dout);
+    if (!o.check) in = {};
+    vkblr::Buffer out_o = ctx.buffer(qn * 4), lse = ctx.buffer(tokens * c.heads * 4);
+    vkblr::Buffer dq = ctx.buffer(qn * 4), dk = ctx.buffer(kvn * 4), dv = ctx.buffer(kvn * 4);
+    const vkblr::ops::AttentionOptions options{.kernel = kernel, .block = block};
+    const vkblr::Ops fwd = vkblr::ops::attention_forward(ctx, q, k, v, out_o, lse, shape, options);
+    const vkblr::Ops bwd = vkblr::ops::attention_backward(ctx, q, k, v, out_o, lse, dout, dq, dk, dv, shape, options);
+    if (o.stats && ctx.caps().kernel_statistics) {
+      for (const vkblr::Ops* ops : {&fwd, &bwd}) {
+        for (const vkblr::Dispatch& d : *ops) {
+          if (!std::string_view(d.name).starts_with("attention_") || r.kernel_stats.contains(d.name)) continue;
+          for (auto& e : vkblr::kernel_statistics(d)) {
+            auto& into = r.kernel_stats[d.name];
+            into.insert(into.end(), e.values.begin(), e.values.end());
+          }
+        }
+      }
+    }
+    r.forward = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(fwd); });
+    ctx.profiler().reset();
+    r.step = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) {
+      rec.add(fwd);
+      rec.add(bwd);
+    });
+    for (const vkblr::ProfileEvent& e : ctx.profiler().events()) {
+      r.per_name_ms[e.name] += e.duration_us * 1e-3 / static_cast<double>(o.reps);
+    }
+    const double flops = attention_forward_flops(c);
+    r.forward_tflops = flops / (r.forward.median_ms * 1e-3) / 1e12;
+    r.step_tflops = 3.5 * flops / (r.step.median_ms * 1e-3) / 1e12;
+    if (o.check) {
+      r.check_error = sampled_error(c, in, out_o.download<float>(), lse.download<float>(), dq.download<float>());
+    }
+  } catch (const std::exception& e) {  // vkblr::Error, or host memory
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
 std::vector<AttentionResult> run_attention_bench(vkblr::Context& ctx, const AttentionBenchOptions& o) {
   std::vector<AttentionResult> out;
+  const std::vector<std::uint32_t> blocks = o.blocks.empty() ? std::vector<std::uint32_t>{0} : o.blocks;
+  if (o.stats && !ctx.caps().kernel_statistics) {
+    std::fprintf(stderr, "attention: --stats: device %s keeps no kernel statistics\n", ctx.caps().device_name.c_str());
+  }
   for (const AttentionCase& c : o.cases) {
-    AttentionResult r;
-    r.c = c;
-    try {
-      require_fits(ctx.caps(), attention_memory(c), to_string(c));
-      const vkblr::ops::AttentionShape shape{c.batch, c.seq, c.heads, c.kv_heads, c.head_dim, 0.0f};
-      const vkblr::ops::AttentionKernel kernel = o.kernel == vkblr::ops::AttentionKernel::automatic
-                                                     ? vkblr::ops::attention_kernel_for(ctx, c.head_dim)
-                                                     : o.kernel;
-      r.kernel = vkblr::ops::to_string(kernel);
-      const std::size_t tokens = std::size_t{c.batch} * c.seq;
-      const std::size_t qn = tokens * c.heads * c.head_dim, kvn = tokens * c.kv_heads * c.head_dim;
-      HostCase in{random_floats(qn, 1, 1.0f), random_floats(kvn, 2, 1.0f), random_floats(kvn, 3, 1.0f),
-                  random_floats(qn, 4, 1e-3f)};
-      vkblr::Buffer q = ctx.upload(in.q), k = ctx.upload(in.k), v = ctx.upload(in.v), dout = ctx.upload(in.dout);
-      if (!o.check) in = {};
-      vkblr::Buffer out_o = ctx.buffer(qn * 4), lse = ctx.buffer(tokens * c.heads * 4);
-      vkblr::Buffer dq = ctx.buffer(qn * 4), dk = ctx.buffer(kvn * 4), dv = ctx.buffer(kvn * 4);
-      const vkblr::ops::AttentionOptions options{.kernel = kernel};
-      const vkblr::Ops fwd = vkblr::ops::attention_forward(ctx, q, k, v, out_o, lse, shape, options);
-      const vkblr::Ops bwd = vkblr::ops::attention_backward(ctx, q, k, v, out_o, lse, dout, dq, dk, dv, shape, options);
-      r.forward = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(fwd); });
-      ctx.profiler().reset();
-      r.step = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) {
-        rec.add(fwd);
-        rec.add(bwd);
-      });
-      for (const vkblr::ProfileEvent& e : ctx.profiler().events()) {
-        r.per_name_ms[e.name] += e.duration_us * 1e-3 / static_cast<double>(o.reps);
-      }
-      const double flops = attention_forward_flops(c);
-      r.forward_tflops = flops / (r.forward.median_ms * 1e-3) / 1e12;
-      r.step_tflops = 3.5 * flops / (r.step.median_ms * 1e-3) / 1e12;
-      if (o.check) {
-        r.check_error = sampled_error(c, in, out_o.download<float>(), lse.download<float>(), dq.download<float>());
-      }
-    } catch (const std::exception& e) {  // vkblr::Error, or host memory
-      r.error = e.what();
+    for (const std::uint32_t block : blocks) {
+      AttentionResult r = run_attention_case(ctx, o, c, block);
+      if (!o.quiet) std::fprintf(stderr, "%s\n", format_attention_result(r).c_str());
+      out.push_back(std::move(r));
     }
-    if (!o.quiet) std::fprintf(stderr, "%s\n", format_attention_result(r).c_str());
-    out.push_back(std::move(r));
   }
   return out;
 }
 
 std::string format_attention_result(const AttentionResult& r) {
-  std::string s = to_string(r.c) + (r.kernel.empty() ? "" : " [" + r.kernel + "]") + ": ";
+  std::string s = to_string(r.c) + (r.kernel.empty() ? "" : " [" + r.kernel + "]") +
+                  (r.block != 0 ? std::format(" block {}", r.block) : "") + ": ";
   if (!r.error.empty()) return s + "error: " + r.error;
   s += std::format("forward {:.4f} ms ({:.3g} TFLOP/s), forward+backward {:.4f} ms ({:.3g} TFLOP/s), {} reps",
                    r.forward.median_ms, r.forward_tflops, r.step.median_ms, r.step_tflops, r.step.reps);
@@ -178,6 +209,10 @@ std::string format_attention_result(const AttentionResult& r) {
     s += std::format(" check {:.2g} {}", r.check_error, r.check_error <= check_limit(r.kernel) ? "ok" : "FAIL");
   }
   for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<20} {:.4f} ms/step", name, ms);
+  for (const auto& [name, values] : r.kernel_stats) {
+    s += "\n    " + name + ":";
+    for (const auto& st : values) s += std::format(" {}={}", st.name, st.value);
+  }
   return s;
 }
 
@@ -185,6 +220,7 @@ nlohmann::json to_json(const AttentionResult& r) {
   const AttentionCase& c = r.c;
   nlohmann::json j = {{"batch", c.batch},       {"seq", c.seq},           {"heads", c.heads},
                       {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim}, {"kernel", r.kernel}};
+  if (r.block != 0) j["block"] = r.block;
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j;
@@ -198,6 +234,9 @@ nlohmann::json to_json(const AttentionResult& r) {
   j["forward_flops"] = attention_forward_flops(c);
   j["reps"] = r.step.reps;
   j["per_name_ms"] = r.per_name_ms;
+  for (const auto& [name, values] : r.kernel_stats) {
+    for (const auto& st : values) j["kernel_stats"][name][st.name] = st.value;
+  }
   if (r.check_error >= 0) j["check_error"] = r.check_error;
   return j;
 }

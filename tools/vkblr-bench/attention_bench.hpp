@@ -44,15 +44,22 @@ struct AttentionBenchOptions {
   std::uint32_t reps = 20;
   bool quiet = false;
   bool check = false;  // o, lse and dq of sampled rows against an f64 host reference
+  // Coopmat tile blocks to run each case with (AttentionOptions::block; 0:
+  // the library's choice); empty: {0}.
+  std::vector<std::uint32_t> blocks;
+  bool stats = false;  // each attention kernel's compiler statistics (where Caps::kernel_statistics)
 };
 
 struct AttentionResult {
   AttentionCase c{};
   std::string kernel, error;
+  std::uint32_t block = 0;  // AttentionOptions::block asked (0: the library's choice)
   Stats forward, step;  // forward; forward + backward (sums of dispatch times per rep)
   double forward_tflops = 0, step_tflops = 0;
   std::map<std::string, double> per_name_ms;  // forward + backward: GPU time per dispatch name
   double check_error = -1;  // largest sampled error / largest value over o, lse, dq; -1 = not checked
+  // with --stats: per attention kernel (dispatch name), the driver's statistics
+  std::map<std::string, std::vector<vkblr::KernelStatistic>> kernel_stats;
 };
 
 // The reference FLOPs of the forward (see above).

@@ -8,8 +8,8 @@
 //   vkblr-bench rows [--model ref,qwen-0.5b,llama-8b] [--op NAME,...] [--tokens N] [--reps N] [--warmup N]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
-//   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--reps N]
-//                     [--warmup N] [--check]
+//   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--block 0|16|32|64]...
+//                     [--reps N] [--warmup N] [--check] [--stats]
 //   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
 //                    [--reps N] [--warmup N]
 //   vkblr-bench adamw [--n N]... [--copy none|f16|bf16] [--decay L] [--cat] [--reps N] [--warmup N]
@@ -177,6 +177,11 @@ int main(int argc, char** argv) {
   attention->add_option("--warmup", aopt.warmup, "untimed runs of the whole batch first")
       ->check(CLI::Range(0u, 100000u));
   attention->add_flag("--check", aopt.check, "compare o, lse and dq of 16 sampled rows with an f64 host reference");
+  attention
+      ->add_option("--block", aopt.blocks,
+                   "coopmat tile block: 64, 32 or 16, or 0 for the library's choice (repeatable: each case with each)")
+      ->check(CLI::IsMember({0u, 16u, 32u, 64u}));
+  attention->add_flag("--stats", aopt.stats, "report each attention kernel's compiler statistics (registers, ...)");
   CLI::App* loss = app.add_subcommand(
       "loss", "a training step's loss over a large vocabulary (cross_entropy, or kl_distill with --kl), both gradients");
   std::vector<std::string> loss_cases, loss_slices;
@@ -283,7 +288,7 @@ int main(int argc, char** argv) {
   try {
     vkblr::ContextOptions copt;
     copt.validation = validate;
-    copt.kernel_statistics = gopt.stats;
+    copt.kernel_statistics = gopt.stats || aopt.stats;
     vkblr::Context ctx(copt);
     const vkblr::Caps& caps = ctx.caps();
     nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},

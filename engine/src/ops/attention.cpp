@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
 #include <numbers>
 #include <optional>
 #include <vector>
@@ -141,9 +142,13 @@ std::uint32_t epilogue_cols(std::uint32_t d, std::uint32_t f, std::uint32_t rows
   return 0;
 }
 
-// The tile of `pass` (the shader's shared arrays, in bytes, mirrored), the
-// longest block that fits, or nothing when none fits the device.
-std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) {
+// The blocks a coopmat tile may take, longest first.
+constexpr std::uint32_t kCoopBlocks[] = {64, 32, 16};
+
+// The tile of `pass` (the shader's shared arrays, in bytes, mirrored) with
+// `block` (0: the longest that fits), or nothing when it does not fit the
+// device.
+std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, std::uint32_t block_asked = 0) {
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
   const std::uint32_t f = frag->m, sg = caps.subgroup_size;
@@ -152,8 +157,8 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) 
   }
   const std::uint64_t sh8 = (d + 8) / 8;
   const std::uint64_t index_matrices = 4ull * 2 * f * f;
-  for (std::uint32_t block : {64u, 32u, 16u}) {
-    if (block % f != 0) continue;
+  for (std::uint32_t block : kCoopBlocks) {
+    if (block % f != 0 || (block_asked != 0 && block != block_asked)) continue;
     CoopTile t;
     t.f = f;
     t.sg = sg;
@@ -161,7 +166,8 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d) 
     if (pass == Pass::dkdv) {
       t.bk = kWarps * f;
       t.bq = block;
-      vecs = std::max(2 * t.bq * sh8, 2 * t.bk * sh8);
+      // the Q and dO tiles, the K (then V) rows, the epilogue's narrowest chunk
+      vecs = std::max({2 * t.bq * sh8, t.bk * sh8, std::uint64_t{2} * t.bk * (f + 4) / 4});
       t.epi = epilogue_cols(d, f, 2 * t.bk, vecs);
       t.shared = 16 * vecs + 2ull * 2 * t.bk * (t.bq + 8) + index_matrices + 4ull * 2 * t.bq;
     } else {
@@ -198,6 +204,22 @@ AttentionKernel choose_kernel(const char* op, const Context& ctx, const Attentio
   return asked;
 }
 
+// A forced block (AttentionOptions::block) must be one of the blocks and,
+// on the coopmat kernel, fit every pass of `passes`.
+void check_block(const char* op, const Caps& caps, AttentionKernel kernel, std::uint32_t block, std::uint32_t d,
+                 std::initializer_list<Pass> passes) {
+  if (block == 0) return;
+  require(std::ranges::find(kCoopBlocks, block) != std::end(kCoopBlocks), "{}: block = {} is not 64, 32 or 16", op,
+          block);
+  if (kernel != AttentionKernel::coopmat) return;
+  for (Pass pass : passes) {
+    require(coop_tile(caps, pass, d, block).has_value(),
+            "{}: block = {} does not fit device {} for head_dim = {} (not a multiple of its fragment side, or the "
+            "tile exceeds {} bytes of shared memory)",
+            op, block, caps.device_name, d, caps.max_shared_memory);
+  }
+}
+
 // ---------------------------------------------------------------- dispatches
 
 AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
@@ -218,7 +240,8 @@ AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
 
 // The attention kernel of `pass` with its tile; groups over (blocks, heads
 // or kv heads, sequences).
-Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel, Pass pass, const AttentionShape& s) {
+Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel, Pass pass, const AttentionShape& s,
+                            std::uint32_t coop_block) {
   const Caps& caps = ctx.caps();
   std::vector<SpecConstant> spec;
   detail::KernelOptions options;
@@ -230,7 +253,7 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     spec = {{ATTN_SPEC_WG_SIZE, kPlainTpr * *b}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, *b}};
     block = *b;
   } else {
-    const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim);
+    const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim, coop_block);
     require(t.has_value(), "{}: no cooperative-matrix tile fits device {}", op, caps.device_name);
     spec = {{ATTN_SPEC_WG_SIZE, kWarps * t->sg}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, t->bq},
             {ATTN_SPEC_BK, t->bk},           {ATTN_SPEC_SG, t->sg},     {ATTN_SPEC_F, t->f},
@@ -318,8 +341,9 @@ Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buff
                       {"o", &o, q_bytes, true},
                       {"lse", &lse, lse_bytes, true}});
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
+  check_block(op, ctx.caps(), kernel, options.block, shape.head_dim, {Pass::forward});
   Ops ops;
-  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape);
+  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options.block);
   fwd.set_push(push_of(shape, d, 1.0f));
   if (kernel == AttentionKernel::coopmat) {
     const Staged st = stage_f16(ctx, ops, d, q, k, v, nullptr, 1.0f);
@@ -351,6 +375,7 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
                       {"dk", &dk, kv_bytes, true},
                       {"dv", &dv, kv_bytes, true}});
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
+  check_block(op, ctx.caps(), kernel, options.block, shape.head_dim, {Pass::dkdv, Pass::dq});
   const float gscale = kernel == AttentionKernel::coopmat ? options.gscale : 1.0f;
   const AttentionPush p = push_of(shape, d, gscale);
   Ops ops;
@@ -376,11 +401,11 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
     }
     x.bind(4, lse, Access::read, 0, lse_bytes).bind(6, delta, Access::read);
   };
-  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape);
+  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape, options.block);
   bind_inputs(dkdv);
   dkdv.bind(8, dk, Access::write, 0, kv_bytes).bind(9, dv, Access::write, 0, kv_bytes);
   ops.push_back(dkdv);
-  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape);
+  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape, options.block);
   bind_inputs(dqd);
   dqd.bind(7, dq, Access::write, 0, q_bytes);
   ops.push_back(dqd);

@@ -62,6 +62,14 @@ struct AttentionOptions {
   // The plain kernel computes in f32 and ignores it (its bits do not
   // depend on it). Error when not a power of two.
   float gscale = 1024.0f;
+  // Coopmat kernel: the block of every pass's tile (keys per block of the
+  // forward and dq, queries per block of dK/dV): 64, 32 or 16, a multiple of
+  // the device's fragment side. 0: the longest whose tile fits the device's
+  // shared memory. Error when it is none of these, or (coopmat) its tile
+  // does not fit. o and lse depend on it (the online softmax rescales per
+  // key block); from the same o and lse the gradients do not. The plain
+  // kernel runs its own tiles whatever it is.
+  std::uint32_t block = 0;
 };
 
 // The kernel `automatic` runs on this context for head_dim (plain or
@@ -84,7 +92,9 @@ bool attention_kernel_available(const Caps& caps, AttentionKernel kernel, std::u
 // 0, heads not a multiple of kv_heads, an unsupported head_dim, batch · seq
 // or an operand's element count beyond 32 bits, a scale that is not finite
 // and positive, a buffer too small or an output overlapping another
-// operand, a forced coopmat kernel the device cannot run.
+// operand, a forced coopmat kernel the device cannot run, a forced block
+// (AttentionOptions::block) that is not 64, 32 or 16 or whose tile does not
+// fit the device.
 Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                       const Buffer& lse, const AttentionShape& shape, const AttentionOptions& options = {});
 
