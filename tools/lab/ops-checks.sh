@@ -62,35 +62,7 @@ if want attention; then
   fi
   timeout $((STAGE_S / 2)) python3 tools/lab/attention-sdpa.py "$OUT/attention-torch.json" > /dev/null
   echo "torch rc $?"
-  python3 - "$OUT" <<'PY'
-import json, os, sys
-out = sys.argv[1]
-def load(name):
-    try:
-        return json.load(open(os.path.join(out, name)))
-    except (OSError, ValueError) as e:
-        print(f"  {name}: {e}")
-        return None
-v, t = load("attention-vkblr.json"), load("attention-torch.json")
-best = {}  # (B, T, H, KVH, D) -> PyTorch's best forward + backward TFLOP/s over dtypes and ways
-for c in (t or {}).get("cases", []):
-    key = (c["batch"], c["seq"], c["heads"], c["kv_heads"], c["head_dim"])
-    rates = [c.get(f"{w}_step_tflops", 0) for w in ("eager", "compile", "graph")]
-    best[key] = max(best.get(key, 0), *rates)
-print(f"{'case':24s} {'kernel':8s} {'block':>5s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
-for r in (v or {}).get("attention", []):
-    key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
-    name = "{},{},{},{},{}".format(*key)
-    if "error" in r:
-        print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} error: {r['error']}")
-        continue
-    ratio = r["step_tflops"] / best[key] if best.get(key) else float("nan")
-    passes = " ".join(f"{k.removeprefix('attention_')} {ms:.3f}" for k, ms in sorted(r["per_name_ms"].items()))
-    regs = " ".join(f"{k.removeprefix('attention_')}:" + ",".join(f"{n}={x}" for n, x in st.items() if "egister" in n
-                    or "hared" in n) for k, st in sorted(r.get("kernel_stats", {}).items()))
-    print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} {r['forward_tflops']:7.1f} {r['step_tflops']:7.1f} "
-          f"{ratio:6.2f}  {passes}; {regs}")
-PY
+  python3 tools/lab/attention_table.py "$OUT"
 fi
 
 if want loss; then
