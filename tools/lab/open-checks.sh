@@ -28,7 +28,7 @@ cd "$(dirname "$0")/../.." || exit 1
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 LIMIT=${LIMIT:-595}
-left() { echo $(( LIMIT - $(el) )); }
+left() { local l=$(( LIMIT - $(el) )); echo $(( l > 1 ? l : 1 )); }  # never 0: `timeout 0` waits forever
 export PYTHONUNBUFFERED=1 VKBLR_PIPELINE_CACHE_DIR=/tmp/vkblr-pc
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 stages=${*:-rows attention suite ref1x}
