@@ -249,6 +249,7 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
   const float gscale = ops::AttentionOptions{}.gscale;
   const Outputs automatic = run_attention(ctx, a, in, AttentionKernel::coopmat, true);
   bool longest = true;  // blocks go from the longest down
+  int shorter = 0, shorter_other_o = 0;  // shorter blocks that fit; of them, those whose o differs in bits
   for (std::uint32_t block : {64u, 32u, 16u}) {
     INFO("block " << block);
     Outputs got;
@@ -265,6 +266,9 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
         CHECK(vkt::count_bit_diffs(got.*member, automatic.*member) == 0);
       }
       longest = false;
+    } else {
+      ++shorter;
+      shorter_other_o += vkt::count_bit_diffs(got.o, automatic.o) > 0 ? 1 : 0;
     }
     // from the same o and lse, the gradients are the same bits at any block
     Problem p(ctx, a, in);
@@ -279,6 +283,7 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
     }
   }
   CHECK_FALSE(longest);  // some block fits
+  CHECK(shorter_other_o == shorter);  // the block is used: the online softmax rescales per key block
 }
 
 GPU_TEST("attention gives the same bits run after run", "[attention]") {
