@@ -35,16 +35,9 @@ layout(set = 0, binding = 5) restrict readonly buffer Positions { uint positions
 layout(set = 0, binding = 6) restrict buffer DTable { float dtable[]; };
 #endif
 
-// The backward reads a segment's dy rows CHUNK at a time, every load issued
-// before the first of their additions, which keep position order.
-#define CHUNK 16
-
 void main() {
   const uint first = elt_index();
   if (first >= pc.quarter) return;
-  // Every slot's index loads are issued before any slot's data loads, and
-  // every load before the first store (stores to the output could alias
-  // later loads for all the compiler knows).
   uint e[4], row[4];
   bool live[4];
   [[unroll]] for (uint j = 0; j < 4; ++j) {
@@ -53,6 +46,9 @@ void main() {
     row[j] = e[j] / pc.hidden;
   }
 #if BACKWARD == 0
+  // Every slot's index load is issued before any slot's table load, and
+  // every load before the first store (stores to the output could alias
+  // later loads for all the compiler knows).
   uint id[4];
   [[unroll]] for (uint j = 0; j < 4; ++j) id[j] = live[j] ? ids[row[j]] : pc.vocab;
   float v[4];
@@ -64,35 +60,21 @@ void main() {
     if (live[j]) out_[e[j]] = v[j];
   }
 #else
-  uint begin[4], end[4];
-  float prior[4];
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    begin[j] = live[j] ? offsets[row[j]] : 0u;
-    end[j] = live[j] ? min(offsets[row[j] + 1], pc.tokens) : 0u;
-    prior[j] = live[j] && pc.accumulate != 0 ? dtable[e[j]] : 0.0;
-  }
-  float sum[4];
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    const uint c = e[j] - row[j] * pc.hidden;
-    precise float s = 0.0;
-    for (uint k0 = begin[j]; k0 < end[j]; k0 += CHUNK) {
-      uint pos[CHUNK];
-      [[unroll]] for (uint i = 0; i < CHUNK; ++i) pos[i] = k0 + i < end[j] ? positions[k0 + i] : pc.tokens;
-      float v[CHUNK];
-      [[unroll]] for (uint i = 0; i < CHUNK; ++i) v[i] = pos[i] < pc.tokens ? dy[pos[i] * pc.hidden + c] : 0.0;
-      [[unroll]] for (uint i = 0; i < CHUNK; ++i) {
-        if (pos[i] < pc.tokens) s = s + v[i];
-      }
-    }
-    sum[j] = s;
-  }
+  // One element at a time, its segment's positions in order.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
     if (!live[j]) continue;
+    const uint c = e[j] - row[j] * pc.hidden;
+    const uint begin = offsets[row[j]], end = min(offsets[row[j] + 1], pc.tokens);
+    precise float s = 0.0;
+    for (uint k = begin; k < end; ++k) {
+      const uint pos = positions[k];
+      if (pos < pc.tokens) s = s + dy[pos * pc.hidden + c];
+    }
     if (pc.accumulate != 0) {
-      precise const float a = prior[j] + sum[j];
+      precise const float a = dtable[e[j]] + s;
       dtable[e[j]] = a;
     } else {
-      dtable[e[j]] = sum[j];
+      dtable[e[j]] = s;
     }
   }
 #endif
