@@ -11,7 +11,7 @@
 #   suite     the ops' tests under the validation layers (TAGS)
 #   ref1x     the reference model trained (no transformers check), its
 #             token files, then the peer at lr 1e-3 on the calibration
-#             tokens with vkblr-train from Dual-SVID beside it on the same
+#             tokens (PEER_LRS1) with vkblr-train from Dual-SVID beside it on the same
 #             GPU (VT_GRID1, settings lr:latent-rms; perplexities do not
 #             depend on the sharing, the times of this stage are not
 #             reported), then VT_GRID2 alone while time is left
@@ -97,7 +97,7 @@ if want ref1x; then
   read -r -a grid2 <<< "${VT_GRID2:-3e-3:0.04 3e-3:0.1}"
   (vt_grid "${grid1[@]}" > "$O/vt1.log" 2>&1) &
   vt=$!
-  PEER_LRS=1e-3 OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer 2>&1 | tee -a "$OUT/mc.txt"
+  PEER_LRS=${PEER_LRS1:-1e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer 2>&1 | tee -a "$OUT/mc.txt"
   wait $vt; tee -a "$OUT/mc.txt" < "$O/vt1.log"
   echo "== elapsed $(el) s"; pack
   vt_grid "${grid2[@]}" 2>&1 | tee -a "$OUT/mc.txt"
