@@ -15,10 +15,12 @@
 #   seq1       sequential calibration at 1 bpw (block by block)
 #   peer peer4x
 #              the whole-model peer (tools/lab/qat_peer.py) at 1 bpw on the
-#              calibration tokens and on 4x them: learning rates 3e-4, 1e-3,
-#              3e-3 (best kept), torch.compile reduce-overhead (CUDA graphs),
-#              a flip check (eager against compiled), and a failure if a
-#              timed run flips no sign
+#              calibration tokens and on 4x them: learning rates PEER_LRS
+#              (default 3e-4,1e-3,3e-3; best kept), torch.compile
+#              PEER_COMPILE (default reduce-overhead: CUDA graphs; none
+#              saves a short call the compile's minutes when only the
+#              perplexity is read), a flip check (eager against compiled),
+#              and a failure if a timed run flips no sign
 #   peer-fit peer-fit4x
 #              the peer on the calibration tokens (4x them), started from
 #              bpw1's vkblr-fit model file (--from-blr) instead of Dual-SVID
@@ -128,7 +130,7 @@ else
   TRAIN=(--preset reference --max-seconds 285)
   LW=(--batch 4096 --device cuda --eval-batch 16)
   declare -A SIZE=([bpw1]="--bpw 1" [bpw1.5]="--bpw 1.5" [bpw2]="--bpw 2" [model-bpw1]="--model-bpw 1" [seq1]="--bpw 1")
-  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr "${PEER_LRS:-3e-4,1e-3,3e-3}" --compile reduce-overhead
+  PEER=(--bpw 1 --steps 600 --batch 8 --eval-every 150 --lr "${PEER_LRS:-3e-4,1e-3,3e-3}" --compile "${PEER_COMPILE:-reduce-overhead}"
         --device cuda --flip-check 5 --require-flips)
   [ -e .gpu/vkblr-train ] || gunzip -k .gpu/vkblr-train.gz || exit 1
   chmod +x .gpu/vkblr-train
