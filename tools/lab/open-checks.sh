@@ -10,10 +10,11 @@
 #             attention_table.py
 #   suite     the ops' tests under the validation layers (TAGS)
 #   ref1x     the reference model trained (no transformers check), its
-#             token files, then the peer at lr 1e-3 on the calibration
-#             tokens (PEER_LRS1) with vkblr-train from Dual-SVID beside it on the same
-#             GPU (VT_GRID1, settings lr:latent-rms; perplexities do not
-#             depend on the sharing, the times of this stage are not
+#             token files, then the peer on the calibration tokens at the
+#             rates of PEER_LRS1 (default 1e-3,3e-3; PEER_COMPILE as in
+#             model-checks.sh) with vkblr-train from Dual-SVID beside it on
+#             the same GPU (VT_GRID1, settings lr:latent-rms; perplexities
+#             do not depend on the sharing, the times of this stage are not
 #             reported), then VT_GRID2 alone while time is left
 #   qwen      token files and vkblr-train on a Qwen2.5-0.5B-shaped model
 #             (model-checks.sh qwen; QWEN_STEPS, default 200)
@@ -93,11 +94,11 @@ if want ref1x; then
       VT_LRS=${s%:*} VT_RMS=${s#*:} OUT=$M timeout "$(left)" tools/lab/model-checks.sh vt-ds
     done
   }
-  read -r -a grid1 <<< "${VT_GRID1:-1e-3:0.04 1e-3:0.1}"
-  read -r -a grid2 <<< "${VT_GRID2:-3e-3:0.04 3e-3:0.1}"
+  read -r -a grid1 <<< "${VT_GRID1:-3e-3:0.1 3e-3:0.2}"
+  read -r -a grid2 <<< "${VT_GRID2:-5e-3:0.2 1e-3:0.04}"
   (vt_grid "${grid1[@]}" > "$O/vt1.log" 2>&1) &
   vt=$!
-  PEER_LRS=${PEER_LRS1:-1e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer 2>&1 | tee -a "$OUT/mc.txt"
+  PEER_LRS=${PEER_LRS1:-1e-3,3e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer 2>&1 | tee -a "$OUT/mc.txt"
   wait $vt; tee -a "$OUT/mc.txt" < "$O/vt1.log"
   echo "== elapsed $(el) s"; pack
   vt_grid "${grid2[@]}" 2>&1 | tee -a "$OUT/mc.txt"
