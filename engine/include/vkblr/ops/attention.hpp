@@ -65,10 +65,11 @@ struct AttentionOptions {
   // Coopmat kernel: the block of every pass's tile (keys per block of the
   // forward and dq, queries per block of dK/dV): 64, 32 or 16, a multiple of
   // the device's fragment side. 0: 32 where its tile fits the device's
-  // shared memory (the fastest measured), else the longest that fits. Error when it is none of these, or (coopmat) its tile
-  // does not fit. o and lse depend on it (the online softmax rescales per
-  // key block); from the same o and lse the gradients do not. The plain
-  // kernel runs its own tiles whatever it is.
+  // shared memory (the fastest measured), else the longest that fits.
+  // Error when it is none of these, or (coopmat) its tile does not fit. o
+  // and lse depend on it (the online softmax rescales per key block); from
+  // the same o and lse the gradients do not. The plain kernel runs its own
+  // tiles whatever it is.
   std::uint32_t block = 0;
 };
 
