@@ -5,7 +5,9 @@
 # and block, vkblr's forward and forward + backward TFLOP/s, its share of
 # the best of PyTorch's forward + backward rates (over dtypes and ways),
 # the milliseconds of each pass, and the kernels' register and shared
-# memory statistics where the driver gave them.
+# memory statistics where the driver gave them. DIR/attention-old.json, when
+# there (an older build's vkblr-bench in the same call), adds its rows
+# marked "old".
 import json, os, sys
 out = sys.argv[1]
 def load(name):
@@ -15,15 +17,17 @@ def load(name):
         print(f"  {name}: {e}")
         return None
 v, t = load("attention-vkblr.json"), load("attention-torch.json")
+old = load("attention-old.json") if os.path.exists(os.path.join(out, "attention-old.json")) else None
 best = {}  # (B, T, H, KVH, D) -> PyTorch's best forward + backward TFLOP/s over dtypes and ways
 for c in (t or {}).get("cases", []):
     key = (c["batch"], c["seq"], c["heads"], c["kv_heads"], c["head_dim"])
     rates = [c.get(f"{w}_step_tflops", 0) for w in ("eager", "compile", "graph")]
     best[key] = max(best.get(key, 0), *rates)
 print(f"{'case':24s} {'kernel':8s} {'block':>5s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
-for r in (v or {}).get("attention", []):
+rows = [("", r) for r in (v or {}).get("attention", [])] + [("old ", r) for r in (old or {}).get("attention", [])]
+for which, r in rows:
     key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
-    name = "{},{},{},{},{}".format(*key)
+    name = which + "{},{},{},{},{}".format(*key)
     if "error" in r:
         print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} error: {r['error']}")
         continue

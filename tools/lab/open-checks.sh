@@ -7,7 +7,8 @@
 #   attention vkblr-bench attention at each block (0 = the library's choice,
 #             64, 32, 16) with the kernels' statistics, beside flash SDPA
 #             (attention-sdpa.py, SDPA_QUICK: f16, eager and CUDA graph):
-#             attention_table.py
+#             attention_table.py (with .gpu/old's vkblr-bench at its
+#             automatic block, where there)
 #   suite     the ops' tests under the validation layers (TAGS)
 #   ref1x     the reference model trained (no transformers check), its
 #             token files, then the peer on the calibration tokens at the
@@ -64,6 +65,8 @@ if want attention; then
   timeout 50 .gpu/vkblr-bench --json attention --block 0 --block 64 --block 32 --block 16 --stats \
     > "$O/attention-vkblr.json"
   echo "vkblr rc $?"
+  [ -x .gpu/old/vkblr-bench ] && { timeout 30 .gpu/old/vkblr-bench --json attention \
+    > "$O/attention-old.json"; echo "old rc $?"; }
   SDPA_QUICK=1 timeout 35 python3 tools/lab/attention-sdpa.py "$O/attention-torch.json" > /dev/null 2> "$O/sdpa.log"
   echo "sdpa rc $?"
   python3 tools/lab/attention_table.py "$O" | tee "$O/attention-table.txt"
