@@ -5,9 +5,10 @@
 # and block, vkblr's forward and forward + backward TFLOP/s, its share of
 # the best of PyTorch's forward + backward rates (over dtypes and ways),
 # the milliseconds of each pass, and the kernels' register and shared
-# memory statistics where the driver gave them. DIR/attention-old.json, when
-# there (an older build's vkblr-bench in the same call), adds its rows
-# marked "old".
+# memory statistics where the driver gave them. Where the call wrote them,
+# DIR/attention-vkblr-plain.json (the plain kernel, ops-checks.sh) and
+# DIR/attention-old.json (an older build's vkblr-bench, open-checks.sh)
+# add their rows, the older build's marked "old".
 import json, os, sys
 out = sys.argv[1]
 def load(name):
@@ -16,15 +17,19 @@ def load(name):
     except (OSError, ValueError) as e:
         print(f"  {name}: {e}")
         return None
-v, t = load("attention-vkblr.json"), load("attention-torch.json")
-old = load("attention-old.json") if os.path.exists(os.path.join(out, "attention-old.json")) else None
+t = load("attention-torch.json")
+# (file, label, required): the main run, then the optional ones where the call wrote them
+sources = [("attention-vkblr.json", "", True), ("attention-vkblr-plain.json", "", False),
+           ("attention-old.json", "old ", False)]
+runs = [(load(f) or {}, label) for f, label, required in sources
+        if required or os.path.exists(os.path.join(out, f))]
 best = {}  # (B, T, H, KVH, D) -> PyTorch's best forward + backward TFLOP/s over dtypes and ways
 for c in (t or {}).get("cases", []):
     key = (c["batch"], c["seq"], c["heads"], c["kv_heads"], c["head_dim"])
     rates = [c.get(f"{w}_step_tflops", 0) for w in ("eager", "compile", "graph")]
     best[key] = max(best.get(key, 0), *rates)
 print(f"{'case':24s} {'kernel':8s} {'block':>5s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
-rows = [("", r) for r in (v or {}).get("attention", [])] + [("old ", r) for r in (old or {}).get("attention", [])]
+rows = [(label, r) for run, label in runs for r in run.get("attention", [])]
 for which, r in rows:
     key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
     name = which + "{},{},{},{},{}".format(*key)
