@@ -38,6 +38,7 @@ VKBLR_PUSH(AttentionPush) {
 #define ATTN_SPEC_SG 4       // coopmat: subgroup size
 #define ATTN_SPEC_F 5        // coopmat: fragment side (F×F×F, f16 × f16 -> f32)
 #define ATTN_SPEC_EPI 6      // coopmat: output columns staged per epilogue chunk
+#define ATTN_SPEC_PF 7       // coopmat: prefetch the next block's tiles into registers (bool)
 
 // Invocations per row in the plain kernels (workgroup = 8 · rows per block).
 #define ATTN_PLAIN_TPR 8

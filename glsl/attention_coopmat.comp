@@ -13,23 +13,24 @@
 //     sequence). Q is held as fragments; per key block of BK keys the K and
 //     V tiles are staged in shared memory (f16, rows padded by 16 bytes).
 //     Each warp: S = Q·Kᵀ of its rows into its part of shared memory, the
-//     online softmax of its rows (SG/F invocations per row, f32, base 2), P
+//     online softmax of its rows (SG/F invocations per row, each a run of
+//     CPL columns read as vec4 and written as f16 in uvec4, f32, base 2), P
 //     back as f16 fragments; O stays in accumulators, rescaled by α per row
 //     through a row-index matrix (an accumulator loaded with each element's
 //     row number: element-wise operations on matrices of one type see the
 //     same element at the same index), then O += P·V.
 //   attention_dq_coopmat    the same blocking; Q and dO held as fragments.
 //     Each warp per key block: S = Q·Kᵀ and dP = dO·Vᵀ in accumulators,
-//     dS = P·(dP − delta) element by element in registers (row- and
-//     column-index matrices give each element's place), written as f16 to
-//     its part of shared memory, then dQ += dS·K.
+//     dS = P·(dP − delta) element by element in the accumulator (row- and
+//     column-index matrices give each element's place), stored as an f16
+//     accumulator to its part of shared memory, then dQ += dS·K.
 //   attention_dkdv_coopmat  workgroup = (BK = 4F keys, kv head, sequence);
 //     each warp holds the K and V rows of its F keys as fragments and
 //     accumulates their dK and dV. For every query head of the group in
 //     order and query blocks of BQ from the diagonal on in order: the Q and
 //     dO tiles are staged; each warp: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, Pᵀ and dSᵀ
-//     element by element to f16 in its part of shared memory, then
-//     dV += Pᵀ·dO and dK += dSᵀ·Q.
+//     element by element in the accumulators, stored as f16 accumulators to
+//     its part of shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q.
 // Outputs go through shared memory in column chunks of EPI and only rows
 // inside the sequence are written. Every output element is one
 // accumulator's, summed in a fixed order (fragments in order): the same
@@ -52,11 +53,13 @@ layout(constant_id = ATTN_SPEC_BK) const uint BK = 64;             // fwd, dq: k
 layout(constant_id = ATTN_SPEC_SG) const uint SG = 32;
 layout(constant_id = ATTN_SPEC_F) const uint F = 16;
 layout(constant_id = ATTN_SPEC_EPI) const uint EPI = 64;
+layout(constant_id = ATTN_SPEC_PF) const bool PF = true;            // prefetch the next block's tiles
 layout(local_size_x_id = ATTN_SPEC_WG_SIZE) in;
 
 #define FragA coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseA>
 #define FragB coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseB>
 #define Acc coopmat<float, gl_ScopeSubgroup, F, F, gl_MatrixUseAccumulator>
+#define Acc16 coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseAccumulator>
 #define ROW_MAJOR gl_CooperativeMatrixLayoutRowMajor
 #define COL_MAJOR gl_CooperativeMatrixLayoutColumnMajor
 
@@ -96,6 +99,35 @@ float neg_inf() { return uintBitsToFloat(0xff800000u); }
     const uint r_ = e_ / HV8, c_ = e_ % HV8;                                                           \
     DST[(BASE) + r_ * SH8 + c_] =                                                                      \
         (R0) + r_ < pc.seq ? SRC[((ROW0) + (R0) + r_) * (STRIDE8) + (COL8) + c_] : uvec4(0u);          \
+  }
+
+// The prefetch (PF): the two tiles of the next block (fwd, dq: its K and V
+// rows; dkdv: its Q and dO rows), each PF_ROWS rows of HV8 uvec4, are
+// loaded into the invocations' registers (pf) before the current block is
+// computed on, and stored into shared memory (DST: the first tile's rows,
+// then the second's, SH8 apart) at the next block's start.
+const uint PF_ROWS = MODE == 1 ? BQ : BK;
+const uint PF_VECS = 2 * PF_ROWS * HV8;
+const uint PF_N = PF ? (PF_VECS + WG_SIZE - 1) / WG_SIZE : 1;  // uvec4 per invocation
+uvec4 pf[PF_N];
+
+// pf <- rows R0 + r of the tiles A and B (ROW0, STRIDE8, COL8 as STAGE16);
+// zeros for rows past the sequence.
+#define PF_LOAD(SRC_A, SRC_B, ROW0, R0, STRIDE8, COL8)                                \
+  [[unroll]] for (uint i_ = 0; i_ < PF_N; ++i_) {                                    \
+    const uint e_ = gl_LocalInvocationIndex + i_ * WG_SIZE;                          \
+    const uint t_ = e_ / (PF_ROWS * HV8), r_ = (e_ / HV8) % PF_ROWS, c_ = e_ % HV8;  \
+    const uint at_ = ((ROW0) + (R0) + r_) * (STRIDE8) + (COL8) + c_;                 \
+    pf[i_] = uvec4(0u);                                                              \
+    if (e_ < PF_VECS && (R0) + r_ < pc.seq) pf[i_] = t_ == 0 ? SRC_A[at_] : SRC_B[at_]; \
+  }
+
+// DST's two tiles <- pf.
+#define PF_PUT(DST)                                                                  \
+  [[unroll]] for (uint i_ = 0; i_ < PF_N; ++i_) {                                    \
+    const uint e_ = gl_LocalInvocationIndex + i_ * WG_SIZE;                          \
+    const uint t_ = e_ / (PF_ROWS * HV8), r_ = (e_ / HV8) % PF_ROWS, c_ = e_ % HV8;  \
+    if (e_ < PF_VECS) DST[(t_ * PF_ROWS + r_) * SH8 + c_] = pf[i_];                  \
   }
 
 // The larger of three sizes (specialization-constant expressions).
@@ -138,11 +170,11 @@ shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
 
 #if MODE == 0
 const uint L = SG / F;      // softmax invocations per row
-const uint CPL = BK / L;    // ... and columns of each
+const uint CPL = BK / L;    // ... and columns of each, a multiple of 8 (the tile choice)
 const uint SS = BK + 4;     // score row stride (floats)
 const uint SP = BK + 8;     // f16 P row stride (halves)
-shared float s_s[BQ * SS];  // each warp's F rows of S
-shared float16_t p_s[BQ * SP];
+shared vec4 s4_s[BQ * SS / 4];  // each warp's F rows of S; first the row-index matrix
+shared uvec4 p8_s[BQ * SP / 8];  // ... and of P, eight halves per vector
 shared float part_s[BQ * L];  // per row: each invocation's partial max, then sum
 shared float alpha_s[BQ];     // per row: α of the block; at the end l
 
@@ -160,16 +192,17 @@ void main() {
   const uint sr = wr + gl_SubgroupInvocationID / L, sp = gl_SubgroupInvocationID % L;  // softmax: row, part
   const uint qi = q0 + sr;
 
+  if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
   // Q as fragments; the row-index matrix
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
-  for (uint e = tid; e < F * F; e += WG_SIZE) s_s[e] = float(e / F);
+  for (uint e = tid; e < F * F / 4; e += WG_SIZE) s4_s[e] = vec4(float(4 * e / F));
   barrier();
   FragA qf[DF];
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
     coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
   Acc rowid;
-  coopMatLoad(rowid, s_s, 0, F, ROW_MAJOR);
+  coopMatLoad(rowid, s4_s, 0, F / 4, ROW_MAJOR);
   Acc o[DF];
   [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
   float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its L invocations
@@ -178,9 +211,14 @@ void main() {
   for (uint kb = 0; kb < k_blocks; ++kb) {
     const uint k0 = kb * BK;
     barrier();  // every warp is done with kv_s (the previous block, or the Q and row-index loads)
-    STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
-    STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    if (PF) {
+      PF_PUT(kv_s)
+    } else {
+      STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+      STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    }
     barrier();
+    if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
     [[unroll]] for (uint n = 0; n < BK / F; ++n) {
       Acc s = Acc(0.0);
       [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
@@ -188,16 +226,19 @@ void main() {
         coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
         s = coopMatMulAdd(qf[kk], kt, s);
       }
-      coopMatStore(s, s_s, wr * SS + n * F, SS, ROW_MAJOR);
+      coopMatStore(s, s4_s, (wr * SS + n * F) / 4, SS / 4, ROW_MAJOR);
     }
     warp_sync();
     // online softmax of row sr over this block's columns sp·CPL ..
     float sv[CPL];
     float part_max = neg_inf();
-    [[unroll]] for (uint c = 0; c < CPL; ++c) {
-      const uint col = sp * CPL + c;
-      sv[c] = (k0 + col <= qi && qi < pc.seq) ? s_s[sr * SS + col] * pc.scale_log2 : neg_inf();
-      part_max = max(part_max, sv[c]);
+    [[unroll]] for (uint c4 = 0; c4 < CPL / 4; ++c4) {
+      const vec4 x = s4_s[(sr * SS + sp * CPL) / 4 + c4];
+      [[unroll]] for (uint t = 0; t < 4; ++t) {
+        const uint c = 4 * c4 + t;
+        sv[c] = (k0 + sp * CPL + c <= qi && qi < pc.seq) ? x[t] * pc.scale_log2 : neg_inf();
+        part_max = max(part_max, sv[c]);
+      }
     }
     part_s[sr * L + sp] = part_max;
     warp_sync();
@@ -206,10 +247,17 @@ void main() {
     const float m_new = max(m_run, block_max);
     const float alpha = m_run == neg_inf() ? 0.0 : exp2(m_run - m_new);
     float part_sum = 0.0;
-    [[unroll]] for (uint c = 0; c < CPL; ++c) {
-      const float p = sv[c] == neg_inf() ? 0.0 : exp2(sv[c] - m_new);
-      part_sum += p;
-      p_s[sr * SP + sp * CPL + c] = float16_t(p);
+    [[unroll]] for (uint c8 = 0; c8 < CPL / 8; ++c8) {
+      uint w[4];
+      [[unroll]] for (uint t = 0; t < 4; ++t) {
+        const uint c = 8 * c8 + 2 * t;
+        const float p0 = sv[c] == neg_inf() ? 0.0 : exp2(sv[c] - m_new);
+        const float p1 = sv[c + 1] == neg_inf() ? 0.0 : exp2(sv[c + 1] - m_new);
+        part_sum += p0;
+        part_sum += p1;
+        w[t] = packFloat2x16(f16vec2(float16_t(p0), float16_t(p1)));
+      }
+      p8_s[(sr * SP + sp * CPL) / 8 + c8] = uvec4(w[0], w[1], w[2], w[3]);
     }
     m_run = m_new;
     warp_sync();  // every part's max is read before the sums replace it
@@ -225,7 +273,7 @@ void main() {
     }
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
       FragA pa;
-      coopMatLoad(pa, p_s, wr * SP + kk * F, SP, ROW_MAJOR);
+      coopMatLoad(pa, p8_s, (wr * SP + kk * F) / 8, SP / 8, ROW_MAJOR);
       [[unroll]] for (uint n = 0; n < DF; ++n) {
         FragB vb;
         coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
@@ -260,6 +308,7 @@ void main() {
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
   const uint wr = warp * F;  // the warp's first row in the block
 
+  if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
   // Q and dO as fragments; the rows' lse and delta; the index matrices
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
   for (uint r = tid; r < BQ; r += WG_SIZE) {
@@ -293,9 +342,14 @@ void main() {
   for (uint kb = 0; kb < k_blocks; ++kb) {
     const uint k0 = kb * BK;
     barrier();  // every warp is done with kv_s (the previous block, or the dO loads)
-    STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
-    STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    if (PF) {
+      PF_PUT(kv_s)
+    } else {
+      STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+      STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    }
     barrier();
+    if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
     [[unroll]] for (uint n = 0; n < BK / F; ++n) {
       Acc s = Acc(0.0), dp = Acc(0.0);
       [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
@@ -310,8 +364,9 @@ void main() {
         const uint r = wr + uint(rowid[i]), j = n * F + uint(colid[i]);
         const uint qi = q0 + r;
         const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s[i] * pc.scale_log2 - lse2_s[r]) : 0.0;
-        ds_s[r * SP + j] = float16_t(p * (dp[i] - delta_s[r]));
+        s[i] = p * (dp[i] - delta_s[r]);
       }
+      coopMatStore(Acc16(s), ds_s, wr * SP + n * F, SP, ROW_MAJOR);
     }
     warp_sync();
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
@@ -340,6 +395,31 @@ shared float idx_s[2 * F * F];    // the row- and column-index matrices
 shared float lse2_s[BQ];
 shared float delta_s[BQ];
 
+// The lse (base 2) and delta of a query block, this invocation's rows
+// (tid + i·WG_SIZE < BQ) in registers, then in lse2_s and delta_s.
+const uint STATS_N = (BQ + WG_SIZE - 1) / WG_SIZE;
+float lse2_pf[STATS_N], delta_pf[STATS_N];
+
+void load_stats(uint row0, uint q0, uint h) {
+  [[unroll]] for (uint j = 0; j < STATS_N; ++j) {
+    const uint i = gl_LocalInvocationIndex + j * WG_SIZE;
+    const bool ok = i < BQ && q0 + i < pc.seq;
+    const uint at = (row0 + q0 + i) * pc.heads + h;
+    lse2_pf[j] = ok ? lse[at] * LOG2E : 0.0;
+    delta_pf[j] = ok ? delta[at] : 0.0;
+  }
+}
+
+void put_stats() {
+  [[unroll]] for (uint j = 0; j < STATS_N; ++j) {
+    const uint i = gl_LocalInvocationIndex + j * WG_SIZE;
+    if (i < BQ) {
+      lse2_s[i] = lse2_pf[j];
+      delta_s[i] = delta_pf[j];
+    }
+  }
+}
+
 void main() {
   const uint tid = gl_LocalInvocationIndex;
   const uint warp = gl_SubgroupID;
@@ -350,6 +430,14 @@ void main() {
   const uint row0 = gl_WorkGroupID.z * pc.seq;
   const uint k0 = kb * BK;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+
+  // (head, query block) steps: every query head of the group in order, its
+  // query blocks from the diagonal on in order
+  const uint qb0 = k0 / BQ, per_head = q_blocks - qb0, steps = pc.group * per_head;
+  if (PF) {
+    PF_LOAD(q16, do16, row0, qb0 * BQ, qs8, g * pc.group * HV8)
+    load_stats(row0, qb0 * BQ, g * pc.group);
+  }
 
   // the K rows, then the V rows through the same shared tile
   STAGE16(qd_s, 0, k16, BK, row0, k0, ks8, g * HV8)
@@ -373,20 +461,27 @@ void main() {
     dv[n] = Acc(0.0);
   }
 
-  for (uint hh = 0; hh < pc.group; ++hh) {
-    const uint h = g * pc.group + hh;
-    for (uint qb = k0 / BQ; qb < q_blocks; ++qb) {
-      const uint q0 = qb * BQ;
+  for (uint step = 0; step < steps; ++step) {
+    {
+      const uint h = g * pc.group + step / per_head;
+      const uint q0 = (qb0 + step % per_head) * BQ;
       barrier();  // every warp is done with qd_s (the previous query block, or the K, V loads)
-      STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
-      STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
-      for (uint i = tid; i < BQ; i += WG_SIZE) {
-        const bool ok = q0 + i < pc.seq;
-        const uint at = (row0 + q0 + i) * pc.heads + h;
-        lse2_s[i] = ok ? lse[at] * LOG2E : 0.0;
-        delta_s[i] = ok ? delta[at] : 0.0;
+      if (PF) {
+        PF_PUT(qd_s)
+        put_stats();
+      } else {
+        STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+        STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
+        load_stats(row0, q0, h);
+        put_stats();
       }
       barrier();
+      if (PF && step + 1 < steps) {
+        const uint h_next = g * pc.group + (step + 1) / per_head;
+        const uint q0_next = (qb0 + (step + 1) % per_head) * BQ;
+        PF_LOAD(q16, do16, row0, q0_next, qs8, h_next * HV8)
+        load_stats(row0, q0_next, h_next);
+      }
       // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (F keys × F queries at a time), then
       // Pᵀ and dSᵀ = Pᵀ·(dPᵀ − delta) element by element
       [[unroll]] for (uint n = 0; n < BQ / F; ++n) {
@@ -402,9 +497,11 @@ void main() {
           const uint j = wk + uint(rowid[e]), i = n * F + uint(colid[e]);
           const uint qi = q0 + i;
           const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(st[e] * pc.scale_log2 - lse2_s[i]) : 0.0;
-          p_s[j * SPQ + i] = float16_t(p);
-          ds_s[j * SPQ + i] = float16_t(p * (dpt[e] - delta_s[i]));
+          st[e] = p;
+          dpt[e] = p * (dpt[e] - delta_s[i]);
         }
+        coopMatStore(Acc16(st), p_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
+        coopMatStore(Acc16(dpt), ds_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
       }
       warp_sync();
       // dV += Pᵀ·dO, dK += dSᵀ·Q

@@ -82,10 +82,11 @@ struct Problem {
 };
 
 Outputs run_attention(Context& ctx, const AttentionDims& a, const Inputs& in, AttentionKernel kernel, bool backward,
-                      float gscale = ops::AttentionOptions{}.gscale, std::uint32_t block = 0) {
+                      float gscale = ops::AttentionOptions{}.gscale, std::uint32_t block = 0,
+                      ops::AttentionPrefetch prefetch = ops::AttentionPrefetch::automatic) {
   Problem p(ctx, a, in);
   Recorder rec(ctx);
-  p.record(ctx, rec, a, {.kernel = kernel, .gscale = gscale, .block = block}, backward);
+  p.record(ctx, rec, a, {.kernel = kernel, .gscale = gscale, .block = block, .prefetch = prefetch}, backward);
   rec.run();
   return p.download(backward);
 }
@@ -286,6 +287,33 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
   CHECK(others_other_o == others);  // the block is used: the online softmax rescales per key block
 }
 
+GPU_TEST("attention coopmat: prefetching the next block gives the same bits as staging each block", "[attention]") {
+  // head_dim 64 (where the automatic choice prefetches), every block that
+  // fits. (At 128 lavapipe's compiler takes minutes over the prefetching
+  // kernels' register arrays; the automatic choice does not prefetch there.)
+  for (const AttentionDims& a : {AttentionDims{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64},
+                                 AttentionDims{.batch = 1, .seq = 77, .heads = 4, .kv_heads = 1, .head_dim = 64}}) {
+    INFO("T " << a.seq);
+    if (!ops::attention_kernel_available(ctx, AttentionKernel::coopmat, a.head_dim)) SKIP("no cooperative matrices");
+    const Inputs in = make_inputs(a, 9470 + a.head_dim);
+    const float gscale = ops::AttentionOptions{}.gscale;
+    for (std::uint32_t block : {32u, 64u, 16u}) {
+      INFO("block " << block);
+      Outputs on, off;
+      try {
+        on = run_attention(ctx, a, in, AttentionKernel::coopmat, true, gscale, block, ops::AttentionPrefetch::on);
+      } catch (const Error& e) {
+        CHECK_THAT(e.what(), ContainsSubstring("does not fit"));
+        continue;
+      }
+      off = run_attention(ctx, a, in, AttentionKernel::coopmat, true, gscale, block, ops::AttentionPrefetch::off);
+      for (auto member : {&Outputs::o, &Outputs::lse, &Outputs::dq, &Outputs::dk, &Outputs::dv}) {
+        CHECK(vkt::count_bit_diffs(on.*member, off.*member) == 0);
+      }
+    }
+  }
+}
+
 GPU_TEST("attention gives the same bits run after run", "[attention]") {
   const AttentionDims a{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64};
   const Inputs in = make_inputs(a, 9500);
@@ -338,7 +366,7 @@ GPU_TEST("attention takes cooperative matrices as the GEMM policy says", "[atten
 
 TEST_CASE("attention tiles fit an H100's caps and Vulkan's minimum shared memory", "[attention]") {
   // what NVIDIA's driver reports on an H100: subgroups of 32 (size control),
-  // 48 KiB of shared memory, 16×16×16 f16 fragments
+  // 48 KiB of shared memory, 16×16×16 f16 fragments, f16 accumulators too
   Caps h100;
   h100.subgroup_size = h100.min_subgroup_size = h100.max_subgroup_size = 32;
   h100.subgroup_size_control = true;
@@ -346,12 +374,17 @@ TEST_CASE("attention tiles fit an H100's caps and Vulkan's minimum shared memory
   h100.max_workgroup_invocations = 1024;
   h100.coopmat = true;
   h100.coopmat_shapes = {{16, 8, 16, "f16", "f16", "f32", "f32", false},
-                         {16, 16, 16, "f16", "f16", "f32", "f32", false}};
+                         {16, 16, 16, "f16", "f16", "f32", "f32", false},
+                         {16, 16, 16, "f16", "f16", "f16", "f16", false}};
   for (std::uint32_t d : {32u, 64u, 96u, 128u}) {
     INFO("head_dim " << d);
     CHECK(ops::attention_kernel_available(h100, AttentionKernel::plain, d));
     CHECK(ops::attention_kernel_available(h100, AttentionKernel::coopmat, d));
   }
+  // the backward stores P and dS as f16 accumulators: none of 16×16, no coopmat
+  Caps no_f16_acc = h100;
+  no_f16_acc.coopmat_shapes.pop_back();
+  CHECK_FALSE(ops::attention_kernel_available(no_f16_acc, AttentionKernel::coopmat, 64));
   // Vulkan's minimum: 16 KiB, 128 invocations, no cooperative matrices
   Caps least = h100;
   least.max_shared_memory = 16384;
@@ -409,6 +442,8 @@ GPU_TEST("attention refuses bad shapes, small buffers and overlapping outputs", 
     CHECK_THROWS_WITH(bwd(shape_of(a), {.kernel = kernel, .block = 8}),
                       ContainsSubstring("attention_backward: block = 8 is not 64, 32 or 16"));
   }
+  CHECK_THROWS_WITH(fwd(shape_of(a), {.prefetch = static_cast<ops::AttentionPrefetch>(3)}),
+                    ContainsSubstring("attention_forward: prefetch = 3 is not automatic (0), on (1) or off (2)"));
   // outputs overlapping an operand (o over q; dk over dv through a view)
   CHECK_THROWS_WITH(ops::attention_forward(ctx, p.q, p.k, p.v, p.q, p.lse, shape_of(a)),
                     ContainsSubstring("attention_forward: q and o overlap"));

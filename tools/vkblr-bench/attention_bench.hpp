@@ -47,6 +47,9 @@ struct AttentionBenchOptions {
   // Coopmat tile blocks to run each case with (AttentionOptions::block; 0:
   // the library's choice); empty: {0}.
   std::vector<std::uint32_t> blocks;
+  // Coopmat prefetch settings to run each case and block with
+  // (AttentionOptions::prefetch); empty: {automatic}.
+  std::vector<vkblr::ops::AttentionPrefetch> prefetches;
   bool stats = false;  // each attention kernel's compiler statistics (where Caps::kernel_statistics)
 };
 
@@ -54,6 +57,7 @@ struct AttentionResult {
   AttentionCase c{};
   std::string kernel, error;
   std::uint32_t block = 0;  // AttentionOptions::block asked (0: the library's choice)
+  vkblr::ops::AttentionPrefetch prefetch = vkblr::ops::AttentionPrefetch::automatic;  // ... and its prefetch
   Stats forward, step;  // forward; forward + backward (sums of dispatch times per rep)
   double forward_tflops = 0, step_tflops = 0;
   std::map<std::string, double> per_name_ms;  // forward + backward: GPU time per dispatch name

@@ -9,6 +9,7 @@
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--block 0|16|32|64]...
+//                         [--prefetch automatic|on|off]...
 //                     [--reps N] [--warmup N] [--check] [--stats]
 //   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
 //                    [--reps N] [--warmup N]
@@ -181,6 +182,12 @@ int main(int argc, char** argv) {
       ->add_option("--block", aopt.blocks,
                    "coopmat tile block: 64, 32 or 16, or 0 for the library's choice (repeatable: each case with each)")
       ->check(CLI::IsMember({0u, 16u, 32u, 64u}));
+  std::vector<std::string> attention_prefetch;
+  attention
+      ->add_option("--prefetch", attention_prefetch,
+                   "coopmat: load the next block while computing (on), or not (off); automatic: the library's "
+                   "choice (repeatable: each case and block with each)")
+      ->check(CLI::IsMember({"automatic", "on", "off"}));
   attention->add_flag("--stats", aopt.stats, "report each attention kernel's compiler statistics (registers, ...)");
   CLI::App* loss = app.add_subcommand(
       "loss", "a training step's loss over a large vocabulary (cross_entropy, or kl_distill with --kl), both gradients");
@@ -334,6 +341,11 @@ int main(int argc, char** argv) {
       aopt.kernel = attention_kernel == "plain"     ? vkblr::ops::AttentionKernel::plain
                     : attention_kernel == "coopmat" ? vkblr::ops::AttentionKernel::coopmat
                                                     : vkblr::ops::AttentionKernel::automatic;
+      for (const std::string& p : attention_prefetch) {
+        aopt.prefetches.push_back(p == "on"    ? vkblr::ops::AttentionPrefetch::on
+                                  : p == "off" ? vkblr::ops::AttentionPrefetch::off
+                                               : vkblr::ops::AttentionPrefetch::automatic);
+      }
       aopt.quiet = json;
       add("attention", bench::run_attention_bench(ctx, aopt));
     }

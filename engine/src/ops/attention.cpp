@@ -142,6 +142,14 @@ std::uint32_t epilogue_cols(std::uint32_t d, std::uint32_t f, std::uint32_t rows
   return 0;
 }
 
+// Whether the device has f16 accumulators of F×F fragments: the backward
+// kernels round P and dS to f16 as accumulators and store them as such.
+bool f16_accumulator(const Caps& caps, std::uint32_t f) {
+  return std::ranges::any_of(caps.coopmat_shapes, [f](const CoopMatShape& s) {
+    return s.m == f && s.n == f && (s.c_type == "f16" || s.result_type == "f16");
+  });
+}
+
 // The blocks a coopmat tile may take, in the order the automatic choice
 // tries them: 32 first (fastest on an H100 at head_dim 64 and level at 128),
 // then the longest that fits.
@@ -154,7 +162,8 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
   const std::uint32_t f = frag->m, sg = caps.subgroup_size;
-  if (f == 0 || sg == 0 || d % f != 0 || sg % f != 0 || kWarps * sg > caps.max_workgroup_invocations) {
+  if (f == 0 || sg == 0 || d % f != 0 || sg % f != 0 || kWarps * sg > caps.max_workgroup_invocations ||
+      !f16_accumulator(caps, f)) {
     return std::nullopt;
   }
   const std::uint64_t sh8 = (d + 8) / 8;
@@ -176,7 +185,7 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
       t.bq = kWarps * f;
       t.bk = block;
       const std::uint32_t lpr = sg / f;  // softmax invocations per row
-      if (t.bk % lpr != 0) continue;
+      if (t.bk % lpr != 0 || (pass == Pass::forward && (t.bk / lpr) % 8 != 0)) continue;  // P in uvec4 stores
       vecs = std::max(2 * t.bk * sh8, t.bq * sh8);
       t.epi = epilogue_cols(d, f, t.bq, vecs);
       const std::uint64_t halves = 2ull * t.bq * (t.bk + 8);
@@ -200,7 +209,7 @@ AttentionKernel choose_kernel(const char* op, const Context& ctx, const Attentio
   if (asked == AttentionKernel::coopmat) {
     require(coopmat_fits(caps, s.head_dim),
             "{}: device {} cannot run the cooperative-matrix kernels for head_dim = {} (no square f16 fragment "
-            "dividing it, or its tiles exceed {} bytes of shared memory)",
+            "dividing it with f16 accumulators of its shape, or its tiles exceed {} bytes of shared memory)",
             op, caps.device_name, s.head_dim, caps.max_shared_memory);
   }
   return asked;
@@ -213,7 +222,17 @@ void check_block(const char* op, std::uint32_t block) {
           "{}: block = {} is not 64, 32 or 16", op, block);
 }
 
+void check_prefetch(const char* op, AttentionPrefetch prefetch) {
+  require(prefetch == AttentionPrefetch::automatic || prefetch == AttentionPrefetch::on ||
+              prefetch == AttentionPrefetch::off,
+          "{}: prefetch = {} is not automatic (0), on (1) or off (2)", op, static_cast<std::uint32_t>(prefetch));
+}
+
 // ---------------------------------------------------------------- dispatches
+
+bool prefetch_on(AttentionPrefetch prefetch, std::uint32_t head_dim) {
+  return prefetch == AttentionPrefetch::on || (prefetch == AttentionPrefetch::automatic && head_dim <= 64);
+}
 
 AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
   AttentionPush p{};
@@ -234,7 +253,7 @@ AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
 // The attention kernel of `pass` with its tile; groups over (blocks, heads
 // or kv heads, sequences).
 Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel, Pass pass, const AttentionShape& s,
-                            std::uint32_t coop_block) {
+                            std::uint32_t coop_block, AttentionPrefetch prefetch) {
   const Caps& caps = ctx.caps();
   std::vector<SpecConstant> spec;
   detail::KernelOptions options;
@@ -254,7 +273,7 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     require(t.has_value(), "{}: no cooperative-matrix tile fits device {}", op, caps.device_name);
     spec = {{ATTN_SPEC_WG_SIZE, kWarps * t->sg}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, t->bq},
             {ATTN_SPEC_BK, t->bk},           {ATTN_SPEC_SG, t->sg},     {ATTN_SPEC_F, t->f},
-            {ATTN_SPEC_EPI, t->epi}};
+            {ATTN_SPEC_EPI, t->epi},         {ATTN_SPEC_PF, prefetch_on(prefetch, s.head_dim) ? 1u : 0u}};
     options = {caps.subgroup_size_control ? t->sg : 0, true};
     block = pass == Pass::dkdv ? t->bk : t->bq;
   }
@@ -290,6 +309,18 @@ Staged stage_f16(Context& ctx, Ops& ops, const Dims& d, const Buffer& q, const B
 }
 
 }  // namespace
+
+const char* to_string(AttentionPrefetch prefetch) noexcept {
+  switch (prefetch) {
+    case AttentionPrefetch::automatic:
+      return "automatic";
+    case AttentionPrefetch::on:
+      return "on";
+    case AttentionPrefetch::off:
+      return "off";
+  }
+  return "?";
+}
 
 const char* to_string(AttentionKernel kernel) noexcept {
   switch (kernel) {
@@ -339,8 +370,9 @@ Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buff
                       {"lse", &lse, lse_bytes, true}});
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
   check_block(op, options.block);
+  check_prefetch(op, options.prefetch);
   Ops ops;
-  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options.block);
+  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options.block, options.prefetch);
   fwd.set_push(push_of(shape, d, 1.0f));
   if (kernel == AttentionKernel::coopmat) {
     const Staged st = stage_f16(ctx, ops, d, q, k, v, nullptr, 1.0f);
@@ -373,6 +405,7 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
                       {"dv", &dv, kv_bytes, true}});
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
   check_block(op, options.block);
+  check_prefetch(op, options.prefetch);
   const float gscale = kernel == AttentionKernel::coopmat ? options.gscale : 1.0f;
   const AttentionPush p = push_of(shape, d, gscale);
   Ops ops;
@@ -398,11 +431,11 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
     }
     x.bind(4, lse, Access::read, 0, lse_bytes).bind(6, delta, Access::read);
   };
-  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape, options.block);
+  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape, options.block, options.prefetch);
   bind_inputs(dkdv);
   dkdv.bind(8, dk, Access::write, 0, kv_bytes).bind(9, dv, Access::write, 0, kv_bytes);
   ops.push_back(dkdv);
-  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape, options.block);
+  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape, options.block, options.prefetch);
   bind_inputs(dqd);
   dqd.bind(7, dq, Access::write, 0, q_bytes);
   ops.push_back(dqd);

@@ -27,7 +27,8 @@
 // Two kernels: `plain` (f32 arithmetic in shared memory, any Vulkan 1.3
 // device) and `coopmat` (VK_KHR_cooperative_matrix: the products on f16
 // operands with f32 accumulation; the softmax and dS in f32). `automatic`
-// takes coopmat where the device has an f16 fragment the tiles fit and the
+// takes coopmat where the device has a square f16 × f16 -> f32 fragment the
+// tiles fit, and f16 accumulators of its shape, and the
 // context's GEMM policy allows cooperative matrices (GemmPolicy::coopmat,
 // VKBLR_MM_COOPMAT=0 turns them off), else plain. The two agree within the
 // f16 tolerance, not bit for bit.
@@ -43,6 +44,13 @@ namespace vkblr::ops {
 
 enum class AttentionKernel : std::uint32_t { automatic = 0, plain = 1, coopmat = 2 };
 const char* to_string(AttentionKernel kernel) noexcept;
+
+// Coopmat kernel: whether each pass loads its next block's tiles into
+// registers while it computes on the staged ones (`on`), or stages each
+// block when it starts (`off`). `automatic`: on for head_dim <= 64 (at 128
+// the backward kernels' registers are full). The bits do not depend on it.
+enum class AttentionPrefetch : std::uint32_t { automatic = 0, on = 1, off = 2 };
+const char* to_string(AttentionPrefetch prefetch) noexcept;
 
 struct AttentionShape {
   std::uint32_t batch = 0;     // sequences
@@ -71,6 +79,7 @@ struct AttentionOptions {
   // the same o and lse the gradients do not. The plain kernel runs its own
   // tiles whatever it is.
   std::uint32_t block = 0;
+  AttentionPrefetch prefetch = AttentionPrefetch::automatic;  // coopmat only; the plain kernel ignores it
 };
 
 // The kernel `automatic` runs on this context for head_dim (plain or
