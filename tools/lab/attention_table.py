@@ -28,17 +28,18 @@ for c in (t or {}).get("cases", []):
     key = (c["batch"], c["seq"], c["heads"], c["kv_heads"], c["head_dim"])
     rates = [c.get(f"{w}_step_tflops", 0) for w in ("eager", "compile", "graph")]
     best[key] = max(best.get(key, 0), *rates)
-print(f"{'case':24s} {'kernel':8s} {'block':>5s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
+print(f"{'case':24s} {'kernel':8s} {'block':>8s} {'fwd TF':>7s} {'step TF':>7s} {'×SDPA':>6s}  ms per pass; registers")
 rows = [(label, r) for run, label in runs for r in run.get("attention", [])]
 for which, r in rows:
     key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
     name = which + "{},{},{},{},{}".format(*key)
+    block = str(r.get("block", 0)) + {"on": "+pf", "off": "-pf"}.get(r.get("prefetch"), "")  # --prefetch
     if "error" in r:
-        print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} error: {r['error']}")
+        print(f"{name:24s} {r['kernel']:8s} {block:>8s} error: {r['error']}")
         continue
     ratio = r["step_tflops"] / best[key] if best.get(key) else float("nan")
     passes = " ".join(f"{k.removeprefix('attention_')} {ms:.3f}" for k, ms in sorted(r["per_name_ms"].items()))
     regs = " ".join(f"{k.removeprefix('attention_')}:" + ",".join(f"{n}={x}" for n, x in st.items() if "egister" in n
                     or "hared" in n) for k, st in sorted(r.get("kernel_stats", {}).items()))
-    print(f"{name:24s} {r['kernel']:8s} {r.get('block', 0):5d} {r['forward_tflops']:7.1f} {r['step_tflops']:7.1f} "
+    print(f"{name:24s} {r['kernel']:8s} {block:>8s} {r['forward_tflops']:7.1f} {r['step_tflops']:7.1f} "
           f"{ratio:6.2f}  {passes}; {regs}")

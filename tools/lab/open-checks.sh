@@ -5,7 +5,9 @@
 #   rows      vkblr-bench rows of .gpu/old (gpu-kit.sh --old REV) and of
 #             this build: GB/s and share of a copy, before and after
 #   attention vkblr-bench attention at each block (0 = the library's choice,
-#             64, 32, 16) with the kernels' statistics, beside flash SDPA
+#             64, 32, 16; ATT_ARGS replaces these options, e.g. "--block 0
+#             --prefetch on --prefetch off") with the kernels' statistics,
+#             beside flash SDPA
 #             (attention-sdpa.py, SDPA_QUICK: f16, eager and CUDA graph):
 #             attention_table.py (with .gpu/old's vkblr-bench at its
 #             automatic block, where there)
@@ -17,6 +19,11 @@
 #             the same GPU (VT_GRID1, settings lr:latent-rms; perplexities
 #             do not depend on the sharing, the times of this stage are not
 #             reported), then VT_GRID2 alone while time is left
+#   fit4x     the reference model trained, vkblr-fit's 1 bpw layers (bpw1),
+#             the token files, then the peer from those layers on 4x the
+#             calibration tokens at PEER_LRS4 (default 3e-3; PEER_COMPILE as
+#             in model-checks.sh) with vkblr-train beside it at VT_LRS4
+#             (default 3e-3,5e-3)
 #   qwen      token files and vkblr-train on a Qwen2.5-0.5B-shaped model
 #             (model-checks.sh qwen; QWEN_STEPS, default 200)
 # Stages: tools/lab/open-checks.sh [stage...] (default: rows attention suite
@@ -62,8 +69,8 @@ PY
 fi
 if want attention; then
   echo "== attention ($(el) s)"
-  timeout 50 .gpu/vkblr-bench --json attention --block 0 --block 64 --block 32 --block 16 --stats \
-    > "$O/attention-vkblr.json"
+  read -r -a att_args <<< "${ATT_ARGS:---block 0 --block 64 --block 32 --block 16}"
+  timeout 50 .gpu/vkblr-bench --json attention "${att_args[@]}" --stats > "$O/attention-vkblr.json"
   echo "vkblr rc $?"
   [ -x .gpu/old/vkblr-bench ] && { timeout 30 .gpu/old/vkblr-bench --json attention \
     > "$O/attention-old.json"; echo "old rc $?"; }
@@ -86,6 +93,16 @@ if want qwen; then
   echo "== qwen ($(el) s)"
   QWEN_STEPS=${QWEN_STEPS:-200} OUT=$M timeout "$(left)" tools/lab/model-checks.sh tokens qwen 2>&1 | tee -a "$OUT/mc.txt"
   pack
+fi
+if want fit4x; then
+  echo "== fit4x ($(el) s)"
+  HF_CHECK=0 OUT=$M timeout "$(left)" tools/lab/model-checks.sh train bpw1 tokens 2>&1 | tee -a "$OUT/mc.txt"
+  echo "== elapsed $(el) s"; pack
+  (VT_LRS=${VT_LRS4:-3e-3,5e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh vt-fit4x > "$O/vtf.log" 2>&1) &
+  vt=$!
+  PEER_LRS=${PEER_LRS4:-3e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer-fit4x 2>&1 | tee -a "$OUT/mc.txt"
+  wait $vt; tee -a "$OUT/mc.txt" < "$O/vtf.log"
+  echo "== elapsed $(el) s"; pack
 fi
 if want ref1x; then
   echo "== ref1x ($(el) s)"
