@@ -60,29 +60,13 @@ void main() {
     if (live[j]) out_[e[j]] = v[j];
   }
 #else
-  // One element at a time, its segment's positions in order: four
-  // positions' loads issued before their additions (a long segment waits
-  // for memory once per four positions, not once per position), the rest
-  // one at a time. Scalars, not arrays: nothing for the compiler to place
-  // in local memory.
+  // One element at a time, its segment's positions in order.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
     if (!live[j]) continue;
     const uint c = e[j] - row[j] * pc.hidden;
     const uint begin = offsets[row[j]], end = min(offsets[row[j] + 1], pc.tokens);
     precise float s = 0.0;
-    uint k = begin;
-    for (; k + 4 <= end; k += 4) {
-      const uint p0 = positions[k], p1 = positions[k + 1], p2 = positions[k + 2], p3 = positions[k + 3];
-      const float v0 = p0 < pc.tokens ? dy[p0 * pc.hidden + c] : 0.0;
-      const float v1 = p1 < pc.tokens ? dy[p1 * pc.hidden + c] : 0.0;
-      const float v2 = p2 < pc.tokens ? dy[p2 * pc.hidden + c] : 0.0;
-      const float v3 = p3 < pc.tokens ? dy[p3 * pc.hidden + c] : 0.0;
-      if (p0 < pc.tokens) s = s + v0;
-      if (p1 < pc.tokens) s = s + v1;
-      if (p2 < pc.tokens) s = s + v2;
-      if (p3 < pc.tokens) s = s + v3;
-    }
-    for (; k < end; ++k) {
+    for (uint k = begin; k < end; ++k) {
       const uint pos = positions[k];
       if (pos < pc.tokens) s = s + dy[pos * pc.hidden + c];
     }
