@@ -288,9 +288,10 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
 }
 
 GPU_TEST("attention coopmat: prefetching the next block gives the same bits as staging each block", "[attention]") {
-  // head_dim 64 (where the automatic choice prefetches), every block that
-  // fits. (At 128 lavapipe's compiler takes minutes over the prefetching
-  // kernels' register arrays; the automatic choice does not prefetch there.)
+  // head_dim 64, every block that fits. (At 128 lavapipe's compiler takes
+  // minutes over the prefetching kernels' register arrays, 32 vectors per
+  // invocation at its subgroups of 8; the automatic choice does not
+  // prefetch there.)
   for (const AttentionDims& a : {AttentionDims{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64},
                                  AttentionDims{.batch = 1, .seq = 77, .heads = 4, .kv_heads = 1, .head_dim = 64}}) {
     INFO("T " << a.seq);

@@ -230,8 +230,15 @@ void check_prefetch(const char* op, AttentionPrefetch prefetch) {
 
 // ---------------------------------------------------------------- dispatches
 
-bool prefetch_on(AttentionPrefetch prefetch, std::uint32_t head_dim) {
-  return prefetch == AttentionPrefetch::on || (prefetch == AttentionPrefetch::automatic && head_dim <= 64);
+// Whether `pass` with tile t prefetches: `automatic` does where the next
+// block's two tiles take at most 16 uvec4 (64 registers) per invocation,
+// except dK/dV at head_dim > 64 (its registers are full already: slower on
+// an H100).
+bool prefetch_on(AttentionPrefetch prefetch, Pass pass, const CoopTile& t, std::uint32_t head_dim) {
+  if (prefetch != AttentionPrefetch::automatic) return prefetch == AttentionPrefetch::on;
+  const std::uint64_t rows = pass == Pass::dkdv ? t.bq : t.bk;
+  const std::uint64_t per_invocation = detail::ceil_div(2 * rows * (head_dim / 8), std::uint64_t{kWarps} * t.sg);
+  return per_invocation <= 16 && (pass != Pass::dkdv || head_dim <= 64);
 }
 
 AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
@@ -273,7 +280,7 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     require(t.has_value(), "{}: no cooperative-matrix tile fits device {}", op, caps.device_name);
     spec = {{ATTN_SPEC_WG_SIZE, kWarps * t->sg}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, t->bq},
             {ATTN_SPEC_BK, t->bk},           {ATTN_SPEC_SG, t->sg},     {ATTN_SPEC_F, t->f},
-            {ATTN_SPEC_EPI, t->epi},         {ATTN_SPEC_PF, prefetch_on(prefetch, s.head_dim) ? 1u : 0u}};
+            {ATTN_SPEC_EPI, t->epi},         {ATTN_SPEC_PF, prefetch_on(prefetch, pass, *t, s.head_dim) ? 1u : 0u}};
     options = {caps.subgroup_size_control ? t->sg : 0, true};
     block = pass == Pass::dkdv ? t->bk : t->bq;
   }

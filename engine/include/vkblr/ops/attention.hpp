@@ -47,8 +47,9 @@ const char* to_string(AttentionKernel kernel) noexcept;
 
 // Coopmat kernel: whether each pass loads its next block's tiles into
 // registers while it computes on the staged ones (`on`), or stages each
-// block when it starts (`off`). `automatic`: on for head_dim <= 64 (at 128
-// the backward kernels' registers are full). The bits do not depend on it.
+// block when it starts (`off`). `automatic`: on where those tiles take at
+// most 16 16-byte vectors per invocation, except dK/dV at head_dim > 64
+// (its registers are full already). The bits do not depend on it.
 enum class AttentionPrefetch : std::uint32_t { automatic = 0, on = 1, off = 2 };
 const char* to_string(AttentionPrefetch prefetch) noexcept;
 
