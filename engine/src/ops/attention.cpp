@@ -9,6 +9,7 @@
 #include <iterator>
 #include <numbers>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "attention.h"
@@ -151,13 +152,15 @@ bool f16_accumulator(const Caps& caps, std::uint32_t f) {
 }
 
 // The blocks a coopmat tile may take, in the order the automatic choice
-// tries them: 32 first (fastest on an H100 at head_dim 64 and level at 128),
-// then the longest that fits.
+// tries them for the forward and dK/dV: 32 first (the fastest on an H100),
+// then the longest that fits; dq tries 16 first (its fastest on an H100,
+// head_dim 64 and 128).
 constexpr std::uint32_t kCoopBlocks[] = {32, 64, 16};
+constexpr std::uint32_t kCoopBlocksDq[] = {16, 32, 64};
 
 // The tile of `pass` (the shader's shared arrays, in bytes, mirrored) with
-// `block` (0: the first of kCoopBlocks that fits), or nothing when it does
-// not fit the device.
+// `block` (0: the first of the pass's blocks that fits), or nothing when it
+// does not fit the device.
 std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, std::uint32_t block_asked = 0) {
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
@@ -168,7 +171,8 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
   }
   const std::uint64_t sh8 = (d + 8) / 8;
   const std::uint64_t index_matrices = 4ull * 2 * f * f;
-  for (std::uint32_t block : kCoopBlocks) {
+  for (std::uint32_t block : pass == Pass::dq ? std::span<const std::uint32_t>(kCoopBlocksDq)
+                                               : std::span<const std::uint32_t>(kCoopBlocks)) {
     if (block % f != 0 || (block_asked != 0 && block != block_asked)) continue;
     CoopTile t;
     t.f = f;

@@ -73,8 +73,9 @@ struct AttentionOptions {
   float gscale = 1024.0f;
   // Coopmat kernel: the block of every pass's tile (keys per block of the
   // forward and dq, queries per block of dK/dV): 64, 32 or 16, a multiple of
-  // the device's fragment side. 0: 32 where its tile fits the device's
-  // shared memory (the fastest measured), else the longest that fits.
+  // the device's fragment side. 0: per pass, the fastest measured on an H100
+  // where its tile fits the device's shared memory: 32 for the forward and
+  // dK/dV (else the longest that fits), 16 for dq (else 32, 64).
   // Error when it is none of these, or (coopmat) its tile does not fit. o
   // and lse depend on it (the online softmax rescales per key block); from
   // the same o and lse the gradients do not. The plain kernel runs its own
