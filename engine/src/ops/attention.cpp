@@ -424,7 +424,8 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
   if (kernel == AttentionKernel::coopmat) st = stage_f16(ctx, ops, d, q, k, v, &dout, gscale);
 
   const Transient delta = make_transient(lse_bytes);
-  Dispatch dd = detail::make_dispatch(ctx, detail::KernelId::attention_delta, "attention_delta");
+  const std::uint32_t delta_spec[] = {shape.head_dim / 4};
+  Dispatch dd = detail::make_dispatch(ctx, detail::KernelId::attention_delta, "attention_delta", delta_spec);
   dd.set_push(p).bind(3, o, Access::read, 0, q_bytes).bind(5, dout, Access::read, 0, q_bytes);
   dd.bind(6, delta, Access::write);
   dd.groups = detail::elt_grid(std::uint64_t{d.tokens} * shape.heads, op);
