@@ -267,9 +267,11 @@ void main() {
     float block_sum = 0.0;
     [[unroll]] for (uint p = 0; p < L; ++p) block_sum += part_s[sr * L + p];
     l_run = l_run * alpha + block_sum;
-    // O = diag(α)·O + P·V
-    [[unroll]] for (uint n = 0; n < DF; ++n) {
-      for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha_s[wr + uint(rowid[i])];
+    // O = diag(α)·O + P·V; each element's α read once for the DF
+    // accumulators (matrices of one type hold their elements alike)
+    for (int i = 0; i < rowid.length(); ++i) {
+      const float a = alpha_s[wr + uint(rowid[i])];
+      [[unroll]] for (uint n = 0; n < DF; ++n) o[n][i] *= a;
     }
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
       FragA pa;
