@@ -464,60 +464,58 @@ void main() {
   }
 
   for (uint step = 0; step < steps; ++step) {
-    {
-      const uint h = g * pc.group + step / per_head;
-      const uint q0 = (qb0 + step % per_head) * BQ;
-      barrier();  // every warp is done with qd_s (the previous query block, or the K, V loads)
-      if (PF) {
-        PF_PUT(qd_s)
-        put_stats();
-      } else {
-        STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
-        STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
-        load_stats(row0, q0, h);
-        put_stats();
+    const uint h = g * pc.group + step / per_head;
+    const uint q0 = (qb0 + step % per_head) * BQ;
+    barrier();  // every warp is done with qd_s (the previous query block, or the K, V loads)
+    if (PF) {
+      PF_PUT(qd_s)
+      put_stats();
+    } else {
+      STAGE16(qd_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+      STAGE16(qd_s, BQ * SH8, do16, BQ, row0, q0, qs8, h * HV8)
+      load_stats(row0, q0, h);
+      put_stats();
+    }
+    barrier();
+    if (PF && step + 1 < steps) {
+      const uint h_next = g * pc.group + (step + 1) / per_head;
+      const uint q0_next = (qb0 + (step + 1) % per_head) * BQ;
+      PF_LOAD(q16, do16, row0, q0_next, qs8, h_next * HV8)
+      load_stats(row0, q0_next, h_next);
+    }
+    // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (F keys × F queries at a time), then
+    // Pᵀ and dSᵀ = Pᵀ·(dPᵀ − delta) element by element
+    [[unroll]] for (uint n = 0; n < BQ / F; ++n) {
+      Acc st = Acc(0.0), dpt = Acc(0.0);
+      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+        FragB qt, dot;
+        coopMatLoad(qt, qd_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        coopMatLoad(dot, qd_s, BQ * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        st = coopMatMulAdd(kf[kk], qt, st);
+        dpt = coopMatMulAdd(vf[kk], dot, dpt);
       }
-      barrier();
-      if (PF && step + 1 < steps) {
-        const uint h_next = g * pc.group + (step + 1) / per_head;
-        const uint q0_next = (qb0 + (step + 1) % per_head) * BQ;
-        PF_LOAD(q16, do16, row0, q0_next, qs8, h_next * HV8)
-        load_stats(row0, q0_next, h_next);
+      for (int e = 0; e < st.length(); ++e) {
+        const uint j = wk + uint(rowid[e]), i = n * F + uint(colid[e]);
+        const uint qi = q0 + i;
+        const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(st[e] * pc.scale_log2 - lse2_s[i]) : 0.0;
+        st[e] = p;
+        dpt[e] = p * (dpt[e] - delta_s[i]);
       }
-      // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (F keys × F queries at a time), then
-      // Pᵀ and dSᵀ = Pᵀ·(dPᵀ − delta) element by element
-      [[unroll]] for (uint n = 0; n < BQ / F; ++n) {
-        Acc st = Acc(0.0), dpt = Acc(0.0);
-        [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-          FragB qt, dot;
-          coopMatLoad(qt, qd_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
-          coopMatLoad(dot, qd_s, BQ * SH8 + (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
-          st = coopMatMulAdd(kf[kk], qt, st);
-          dpt = coopMatMulAdd(vf[kk], dot, dpt);
-        }
-        for (int e = 0; e < st.length(); ++e) {
-          const uint j = wk + uint(rowid[e]), i = n * F + uint(colid[e]);
-          const uint qi = q0 + i;
-          const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(st[e] * pc.scale_log2 - lse2_s[i]) : 0.0;
-          st[e] = p;
-          dpt[e] = p * (dpt[e] - delta_s[i]);
-        }
-        coopMatStore(Acc16(st), p_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
-        coopMatStore(Acc16(dpt), ds_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
-      }
-      warp_sync();
-      // dV += Pᵀ·dO, dK += dSᵀ·Q
-      [[unroll]] for (uint kk = 0; kk < BQ / F; ++kk) {
-        FragA pa, da;
-        coopMatLoad(pa, p_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
-        coopMatLoad(da, ds_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
-        [[unroll]] for (uint n = 0; n < DF; ++n) {
-          FragB dob, qb_;
-          coopMatLoad(dob, qd_s, BQ * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
-          coopMatLoad(qb_, qd_s, (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
-          dv[n] = coopMatMulAdd(pa, dob, dv[n]);
-          dk[n] = coopMatMulAdd(da, qb_, dk[n]);
-        }
+      coopMatStore(Acc16(st), p_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
+      coopMatStore(Acc16(dpt), ds_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
+    }
+    warp_sync();
+    // dV += Pᵀ·dO, dK += dSᵀ·Q
+    [[unroll]] for (uint kk = 0; kk < BQ / F; ++kk) {
+      FragA pa, da;
+      coopMatLoad(pa, p_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
+      coopMatLoad(da, ds_s, wk * SPQ + kk * F, SPQ, ROW_MAJOR);
+      [[unroll]] for (uint n = 0; n < DF; ++n) {
+        FragB dob, qb_;
+        coopMatLoad(dob, qd_s, BQ * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        coopMatLoad(qb_, qd_s, (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        dv[n] = coopMatMulAdd(pa, dob, dv[n]);
+        dk[n] = coopMatMulAdd(da, qb_, dk[n]);
       }
     }
   }
