@@ -15,9 +15,13 @@
 //                  DTABLE + 0). Entries past `tokens` are ignored, so a
 //                  malformed index cannot read out of bounds.
 // Four elements per invocation, a quarter of the output apart (add.comp's
-// pattern: coalesced passes, four loads in flight).
-// @variant embedding_fwd BACKWARD=0
-// @variant embedding_bwd BACKWARD=1
+// pattern: coalesced passes, four loads in flight). embedding_bwd4 (hidden
+// a multiple of 4) takes its elements as vec4 (pc.hidden, n and quarter
+// count vec4): four times the bytes per invocation, each component summed
+// as embedding_bwd sums it (the same bits).
+// @variant embedding_fwd BACKWARD=0 VEC=1
+// @variant embedding_bwd BACKWARD=1 VEC=1
+// @variant embedding_bwd4 BACKWARD=1 VEC=4
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -29,10 +33,15 @@ layout(set = 0, binding = 0) restrict readonly buffer Ids { uint ids[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Table { float table[]; };
 layout(set = 0, binding = 2) restrict writeonly buffer Out { float out_[]; };
 #else
-layout(set = 0, binding = 3) restrict readonly buffer DY { float dy[]; };
+#if VEC == 4
+#define ELT vec4
+#else
+#define ELT float
+#endif
+layout(set = 0, binding = 3) restrict readonly buffer DY { ELT dy[]; };
 layout(set = 0, binding = 4) restrict readonly buffer Offsets { uint offsets[]; };
 layout(set = 0, binding = 5) restrict readonly buffer Positions { uint positions[]; };
-layout(set = 0, binding = 6) restrict buffer DTable { float dtable[]; };
+layout(set = 0, binding = 6) restrict buffer DTable { ELT dtable[]; };
 #endif
 
 void main() {
@@ -65,13 +74,13 @@ void main() {
     if (!live[j]) continue;
     const uint c = e[j] - row[j] * pc.hidden;
     const uint begin = offsets[row[j]], end = min(offsets[row[j] + 1], pc.tokens);
-    precise float s = 0.0;
+    precise ELT s = ELT(0.0);
     for (uint k = begin; k < end; ++k) {
       const uint pos = positions[k];
       if (pos < pc.tokens) s = s + dy[pos * pc.hidden + c];
     }
     if (pc.accumulate != 0) {
-      precise const float a = dtable[e[j]] + s;
+      precise const ELT a = dtable[e[j]] + s;
       dtable[e[j]] = a;
     } else {
       dtable[e[j]] = s;

@@ -57,9 +57,10 @@ TEST_CASE("embedding_index is a stable counting sort and refuses ids out of rang
 
 GPU_TEST("embedding forward copies rows; backward matches the f64 reference and the promised f32 order",
          "[ops][embedding]") {
-  // vocab 272 (the reference model's), hidden 40 and 520; 300 tokens, a
-  // third of them id 7 (a 100-long segment)
-  for (const std::uint32_t hidden : {40u, 520u}) {
+  // vocab 272 (the reference model's), hidden 40 and 520 (the backward in
+  // vec4) and 42 (in floats); 300 tokens, a third of them id 7 (a 100-long
+  // segment)
+  for (const std::uint32_t hidden : {40u, 42u, 520u}) {
     INFO("hidden = " << hidden);
     const std::uint32_t tokens = 300, vocab = 272;
     const ops::Embedding shape{tokens, vocab, hidden};
@@ -122,48 +123,52 @@ GPU_TEST("embedding forward copies rows; backward matches the f64 reference and 
 
 GPU_TEST("embedding's gradient matches finite differences; accumulation ≡ f32 addition; same bits every run",
          "[ops][embedding]") {
-  const std::uint32_t tokens = 64, vocab = 50, hidden = 24;
-  const ops::Embedding shape{tokens, vocab, hidden};
-  const auto ids = skewed_ids(tokens, vocab, 970);
-  const auto table_h = vkt::random_floats(std::size_t{vocab} * hidden, 971, 1.0f);
-  const auto dy_h = vkt::random_floats(std::size_t{tokens} * hidden, 972, 1.0f);
-  const auto acc0 = vkt::random_floats(std::size_t{vocab} * hidden, 973, 1.0f);
+  const std::uint32_t tokens = 64, vocab = 50;
+  // hidden 24: the backward in vec4; 26: in floats
+  for (const std::uint32_t hidden : {24u, 26u}) {
+    INFO("hidden = " << hidden);
+    const ops::Embedding shape{tokens, vocab, hidden};
+    const auto ids = skewed_ids(tokens, vocab, 970);
+    const auto table_h = vkt::random_floats(std::size_t{vocab} * hidden, 971, 1.0f);
+    const auto dy_h = vkt::random_floats(std::size_t{tokens} * hidden, 972, 1.0f);
+    const auto acc0 = vkt::random_floats(std::size_t{vocab} * hidden, 973, 1.0f);
 
-  // L(table) = Σ dy·out in f64, central differences on every table element:
-  // L is linear, so the differences are its gradient up to rounding
-  const auto table64 = vkt::widen(table_h), dy64 = vkt::widen(dy_h);
-  auto loss = [&](const std::vector<double>& table) {
-    double l = 0;
+    // L(table) = Σ dy·out in f64, central differences on every table element:
+    // L is linear, so the differences are its gradient up to rounding
+    const auto table64 = vkt::widen(table_h), dy64 = vkt::widen(dy_h);
+    auto loss = [&](const std::vector<double>& table) {
+      double l = 0;
+      for (std::uint32_t t = 0; t < tokens; ++t) {
+        for (std::uint32_t c = 0; c < hidden; ++c) l += dy64[t * hidden + c] * table[ids[t] * hidden + c];
+      }
+      return l;
+    };
+    std::vector<std::size_t> all(table64.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    vkt::RefValues fd(table64.size());
+    fd.value = vkt::finite_differences(table64, loss, all);
     for (std::uint32_t t = 0; t < tokens; ++t) {
-      for (std::uint32_t c = 0; c < hidden; ++c) l += dy64[t * hidden + c] * table[ids[t] * hidden + c];
+      for (std::uint32_t c = 0; c < hidden; ++c) fd.magnitude[ids[t] * hidden + c] += std::abs(dy64[t * hidden + c]);
     }
-    return l;
-  };
-  std::vector<std::size_t> all(table64.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  vkt::RefValues fd(table64.size());
-  fd.value = vkt::finite_differences(table64, loss, all);
-  for (std::uint32_t t = 0; t < tokens; ++t) {
-    for (std::uint32_t c = 0; c < hidden; ++c) fd.magnitude[ids[t] * hidden + c] += std::abs(dy64[t * hidden + c]);
-  }
-  for (auto& m : fd.magnitude) m = std::max(m, 1.0);  // unused rows: 0 within 1e-5 absolute
+    for (auto& m : fd.magnitude) m = std::max(m, 1.0);  // unused rows: 0 within 1e-5 absolute
 
-  const ops::EmbeddingIndex index = ops::embedding_index(ids, vocab);
-  Buffer dy = ctx.upload(dy_h), offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions);
-  Buffer g1 = poisoned(ctx, table64.size()), g2 = poisoned(ctx, table64.size()), acc = ctx.upload(acc0);
-  Recorder rec(ctx);
-  rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g1, shape));
-  rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g2, shape));
-  rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, acc, shape, true));
-  rec.run();
-  const auto got = g1.download<float>();
-  const vkt::Worst w = vkt::worst_error(got, fd, 1e-5);
-  INFO("worst error against differences " << w.ratio << " of the tolerance at " << w.at);
-  CHECK(w.ratio <= 1.0);
-  CHECK(vkt::count_bit_diffs(g2.download<float>(), got) == 0);
-  std::vector<float> want_acc(acc0.size());
-  for (std::size_t i = 0; i < acc0.size(); ++i) want_acc[i] = acc0[i] + got[i];
-  CHECK(vkt::count_bit_diffs(acc.download<float>(), want_acc) == 0);
+    const ops::EmbeddingIndex index = ops::embedding_index(ids, vocab);
+    Buffer dy = ctx.upload(dy_h), offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions);
+    Buffer g1 = poisoned(ctx, table64.size()), g2 = poisoned(ctx, table64.size()), acc = ctx.upload(acc0);
+    Recorder rec(ctx);
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g1, shape));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g2, shape));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, acc, shape, true));
+    rec.run();
+    const auto got = g1.download<float>();
+    const vkt::Worst w = vkt::worst_error(got, fd, 1e-5);
+    INFO("worst error against differences " << w.ratio << " of the tolerance at " << w.at);
+    CHECK(w.ratio <= 1.0);
+    CHECK(vkt::count_bit_diffs(g2.download<float>(), got) == 0);
+    std::vector<float> want_acc(acc0.size());
+    for (std::size_t i = 0; i < acc0.size(); ++i) want_acc[i] = acc0[i] + got[i];
+    CHECK(vkt::count_bit_diffs(acc.download<float>(), want_acc) == 0);
+  }
 }
 
 GPU_TEST("embedding refuses bad shapes, small buffers and overlapping outputs", "[ops][embedding][errors]") {

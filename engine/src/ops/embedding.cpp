@@ -70,6 +70,14 @@ Dispatch embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, co
   const char* op = "embedding_bwd";
   EmbeddingPush p = embedding_push(op, shape, std::uint64_t{shape.vocab} * shape.hidden);
   p.accumulate = accumulate ? 1 : 0;
+  // rows of whole vec4 at 16-byte aligned starts: the kernel of four
+  // elements per element, counts in vec4
+  const bool vec4 = shape.hidden % 4 == 0 && dy.offset() % 16 == 0 && dtable.offset() % 16 == 0;
+  if (vec4) {
+    p.hidden = shape.hidden / 4;
+    p.n /= 4;
+    p.quarter = (p.n + 3) / 4;
+  }
   const std::uint64_t dy_bytes = std::uint64_t{shape.tokens} * shape.hidden * 4,
                       offsets_bytes = (std::uint64_t{shape.vocab} + 1) * 4,
                       positions_bytes = std::uint64_t{shape.tokens} * 4,
@@ -81,7 +89,7 @@ Dispatch embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, co
   require_apart(op, "dtable", dtable, table_bytes, "dy", dy, dy_bytes);
   require_apart(op, "dtable", dtable, table_bytes, "offsets", offsets, offsets_bytes);
   require_apart(op, "dtable", dtable, table_bytes, "positions", positions, positions_bytes);
-  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::embedding_bwd, op);
+  Dispatch d = detail::make_dispatch(ctx, vec4 ? detail::KernelId::embedding_bwd4 : detail::KernelId::embedding_bwd, op);
   d.set_push(p)
       .bind(3, dy, Access::read)
       .bind(4, offsets, Access::read)
