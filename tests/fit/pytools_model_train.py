@@ -20,7 +20,8 @@ trains to within 2% of the dense route's held-out loss (and its checkpoint
 resumes no dense run); with mpirun given, 2 ranks write the
 model file of one process with --micro-batches 2; started from vkblr-fit's
 Dual-SVID init of the checkpoint (--init dual-svid) instead of a file, it
-trains and writes what evaluate.py measures too; bad inputs are refused
+trains and writes what evaluate.py measures too; a --blr start with its
+latents farther from zero (--latent-rms) flips fewer signs; bad inputs are refused
 with their messages (a token past the vocabulary by its row and column,
 windows of another length, a float token file, a stream without
 --windows, a blr file of another model, a config vkblr does not run, a
@@ -153,6 +154,16 @@ def test_a_dual_svid_start():
     check(read("dsvid-uniform/blr.safetensors") != read("dsvid/blr.safetensors"), "the same model file")
 
 
+def test_the_blr_latent_start():
+    # --latent-rms with --blr: every latent starts at ±this (0.1 by default); farther from zero, fewer flip
+    train("far", "--latent-rms", "0.4")
+    r, far = load_json("run/report.json"), load_json("far/report.json")
+    check(abs(r["settings"]["latent_rms"] - 0.1) < 1e-6 and abs(far["settings"]["latent_rms"] - 0.4) < 1e-6,
+          f"latent_rms {r['settings']['latent_rms']}, {far['settings']['latent_rms']}")
+    check(far["init"] == r["init"], "the two runs started from other layers")
+    check(far["flips"] < r["flips"], f"flips: at 0.4 {far['flips']}, at 0.1 {r['flips']}")
+
+
 def test_resume_is_the_uninterrupted_run():
     check(read("resumed/blr.safetensors") == read("run/blr.safetensors"), "the resumed run's model file differs")
     a, b = load_json("run/report.json"), load_json("resumed/report.json")
@@ -253,6 +264,7 @@ def test_bad_inputs_are_refused():
     refusal(2, "--memory", "--memory", "most")
     refusal(2, "--blr-route", "--blr-route", "sparse")
     refusal(2, "--latent-init sideways: want magnitude or uniform", "--latent-init", "sideways")
+    refusal(2, "--latent-rms 0: --blr's latents start at ±this; want it above 0", "--latent-rms", "0")
     refusal(2, "--prompt and --prompt-ids", "--sample", "4", "--prompt", "a", "--prompt-ids", "1,2")
     refusal(2, "--blr and --init: give one of them", "--init", "dual-svid", "--rank", "32")
     refusal(2, "--init dual-svid: give the layers' size, --bpw B or --rank R", "--init", "dual-svid", "--blr", None)

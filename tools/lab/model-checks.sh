@@ -41,9 +41,9 @@
 #              vkblr-train, the peer's recipe (600 steps of 8 windows, warm-up
 #              30, cosine, τ = 1), from bpw1's model file (fit) or its own
 #              Dual-SVID init at 1 bpw (ds), on the 1x or 4x windows, one run
-#              per learning rate of VT_LRS (default 1e-3,3e-3; best kept) and,
-#              for vt-ds, per latent rms of VT_RMS (a comma list; default
-#              vkblr-train's): held-out figures every 150 steps, tokens/s, memory
+#              per learning rate of VT_LRS (default 1e-3,3e-3; best kept) and
+#              per latent rms of VT_RMS (a comma list; default vkblr-train's
+#              --latent-rms): held-out figures every 150 steps, tokens/s, memory
 #   qwen       a random Qwen2.5-0.5B-shaped Llama (24 blocks, hidden 896,
 #              vocabulary 151936, tied) distilled by vkblr-train from its
 #              Dual-SVID init at 1 bpw for QWEN_STEPS steps of one window of
@@ -219,7 +219,7 @@ for stage in $stages; do
         start=(--init dual-svid "${VT_SIZE[@]}" --paths 2)
       fi
       IFS=, read -ra lrs <<< "${VT_LRS:-1e-3,3e-3}"
-      rmss=(""); [[ $stage == vt-ds* ]] && [ -n "${VT_RMS:-}" ] && IFS=, read -ra rmss <<< "$VT_RMS"
+      rmss=(""); [ -n "${VT_RMS:-}" ] && IFS=, read -ra rmss <<< "$VT_RMS"
       for lr in "${lrs[@]}"; do
         for rms in "${rmss[@]}"; do
           run=lr$lr; extra=()

@@ -23,7 +23,8 @@
 #             the token files, then the peer from those layers on 4x the
 #             calibration tokens at PEER_LRS4 (default 3e-3; PEER_COMPILE as
 #             in model-checks.sh) with vkblr-train beside it at VT_LRS4
-#             (default 3e-3,5e-3)
+#             (default 3e-3,5e-3) and the latent starts of VT_RMS4 (default
+#             vkblr-train's --latent-rms)
 #   qwen      token files and vkblr-train on a Qwen2.5-0.5B-shaped model
 #             (model-checks.sh qwen; QWEN_STEPS, default 200)
 # Stages: tools/lab/open-checks.sh [stage...] (default: rows attention suite
@@ -98,7 +99,7 @@ if want fit4x; then
   echo "== fit4x ($(el) s)"
   HF_CHECK=0 OUT=$M timeout "$(left)" tools/lab/model-checks.sh train bpw1 tokens 2>&1 | tee -a "$OUT/mc.txt"
   echo "== elapsed $(el) s"; pack
-  (VT_LRS=${VT_LRS4:-3e-3,5e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh vt-fit4x > "$O/vtf.log" 2>&1) &
+  (VT_LRS=${VT_LRS4:-3e-3,5e-3} VT_RMS=${VT_RMS4:-} OUT=$M timeout "$(left)" tools/lab/model-checks.sh vt-fit4x > "$O/vtf.log" 2>&1) &
   vt=$!
   PEER_LRS=${PEER_LRS4:-3e-3} OUT=$M timeout "$(left)" tools/lab/model-checks.sh peer-fit4x 2>&1 | tee -a "$OUT/mc.txt"
   wait $vt; tee -a "$OUT/mc.txt" < "$O/vtf.log"

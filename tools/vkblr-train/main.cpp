@@ -64,7 +64,8 @@ vkblr::train::TrainOptions parse(CLI::App& app, int argc, char** argv) {
   app.add_option("--paths", o.paths, "--init: paths per layer")->check(CLI::Range(1u, 16u));
   app.add_option("--latent-init", o.latent_init, "--init: where the sign latents start: each at its Dual-SVID factor "
                                                   "entry's size (magnitude, the default) or all at ±0.1 (uniform)");
-  app.add_option("--latent-rms", o.latent_rms, "--latent-init magnitude: the latents' rms before the clamp at 1");
+  app.add_option("--latent-rms", o.latent_rms, "where the sign latents start: --init with --latent-init magnitude: "
+                                              "their rms before the clamp at 1; --blr: every latent at ±this (0.1)");
   app.add_option("--train", o.train, "training token ids, .npy: 1-D (a stream; --windows are drawn from it) or 2-D "
                                       "[windows][context] (exactly those windows)");
   app.add_option("--windows", o.windows, "windows of the context drawn from a 1-D --train stream (seeded)")

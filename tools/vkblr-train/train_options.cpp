@@ -27,6 +27,8 @@ void check_train_options(const TrainOptions& o) {
           o.latent_init);
   require(std::isfinite(o.latent_rms) && o.latent_rms >= 0 && o.latent_rms <= 1,
           "--latent-rms {}: want a number in [0, 1]", o.latent_rms);
+  require(o.blr.empty() || o.latent_rms > 0, "--latent-rms {}: --blr's latents start at ±this; want it above 0",
+          o.latent_rms);
   require(!o.bpw || (std::isfinite(*o.bpw) && *o.bpw > 0), "--bpw {}: want a positive number of bits per weight",
           o.bpw.value_or(0));
   require(!o.rank || (*o.rank >= 32 && *o.rank % 32 == 0), "--rank {}: want a positive multiple of 32",

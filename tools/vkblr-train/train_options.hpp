@@ -28,6 +28,8 @@ struct TrainOptions {
   // Dual-SVID factor entry's size, s·min(latent_rms·|U′_ij|/rms(U′), 1), as
   // vkblr-fit's --latent-init magnitude) or "uniform" (s·0.1)
   std::string latent_init = "magnitude";
+  // --init magnitude: the latents' rms before the clamp; --blr: every
+  // latent starts at s·latent_rms (> 0)
   float latent_rms = 0.1f;
   std::string train;     // --train FILE.npy: a 1-D stream or 2-D [windows][context]
   std::string held_out;  // --held-out FILE.npy: a 1-D stream

@@ -149,7 +149,8 @@ json resume_key(const TrainOptions& o, const std::string& model_xxh3, const Trai
           {"blr_xxh3", o.blr.empty() ? std::format("{} bpw {} rank {} paths {} latents {} {}", o.init,
                                                    o.bpw.value_or(0), o.rank.value_or(0), o.paths, o.latent_init,
                                                    o.latent_rms)
-                                     : io::checksum_hex(file_checksum(o.blr))},
+                                     : std::format("{} latents {}", io::checksum_hex(file_checksum(o.blr)),
+                                                   o.latent_rms)},
           {"train_xxh3", io::checksum_hex(windows.checksum)},
           {"windows", windows.count},
           {"context", windows.context},
@@ -179,7 +180,7 @@ json settings_json(const TrainOptions& o, std::uint32_t context, std::uint32_t e
           {"init_rank", o.rank ? json(*o.rank) : json(nullptr)},
           {"init_paths", o.init.empty() ? json(nullptr) : json(o.paths)},
           {"latent_init", o.init.empty() ? json(nullptr) : json(o.latent_init)},
-          {"latent_rms", o.init.empty() || o.latent_init != "magnitude" ? json(nullptr) : json(o.latent_rms)},
+          {"latent_rms", !o.init.empty() && o.latent_init != "magnitude" ? json(nullptr) : json(o.latent_rms)},
           {"train", o.train},
           {"held_out", o.held_out},
           {"context", context},
@@ -404,6 +405,7 @@ json run_train(Context& ctx, const TrainOptions& o, TrainRanks& ranks) {
   tc.blr_route = o.blr_route;
   tc.temperature = o.temperature;
   tc.split = parts > 1;
+  if (!o.blr.empty()) tc.sign_init.tau = o.latent_rms;  // --blr: every latent at ±latent_rms
   tc.tokens_per_step = parts > 1 ? o.batch * context : 0;
   model::LlamaTrainer trainer(ctx, config, student, config, teacher, micro, tc);
   if (use_cache) trainer.set_teacher_cache(cache, rows);
