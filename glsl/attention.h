@@ -39,7 +39,6 @@ VKBLR_PUSH(AttentionPush) {
 #define ATTN_SPEC_F 5        // coopmat: fragment side (F×F×F, f16 × f16 -> f32)
 #define ATTN_SPEC_EPI 6      // coopmat: output columns staged per epilogue chunk
 #define ATTN_SPEC_PF 7       // coopmat: prefetch the next block's tiles into registers (bool)
-#define ATTN_SPEC_RT 8       // coopmat forward: row tiles of F query rows per warp (BQ = 4·RT·F)
 
 // Invocations per row in the plain kernels (workgroup = 8 · rows per block).
 #define ATTN_PLAIN_TPR 8

@@ -6,39 +6,31 @@
 // v and do are read as their f16 copies (cvt; do staged times gscale); P
 // and dS are rounded to f16 where they enter a product. The same algorithm
 // as attention_plain.comp (see there). A workgroup is 4 warps (subgroups);
-// each warp owns F rows of the block (the forward: RT·F) and works on them
-// alone between the workgroup's barriers, which only guard the shared K/V
-// (or Q/dO) tiles:
+// each warp owns F rows of the block and works on them alone between the
+// workgroup's barriers, which only guard the shared K/V (or Q/dO) tiles:
 //
-//   attention_fwd_coopmat   workgroup = (BQ = 4·RT·F query rows, head,
-//     sequence); each warp owns RT row tiles of F rows. Q is held as
-//     fragments; per key block of BK keys the K and V tiles are staged in
-//     shared memory (f16, rows padded by 16 bytes), each of their fragments
-//     loaded once for the warp's RT row tiles.
+//   attention_fwd_coopmat   workgroup = (BQ = 4F query rows, head,
+//     sequence). Q is held as fragments; per key block of BK keys the K and
+//     V tiles are staged in shared memory (f16, rows padded by 16 bytes).
 //     Each warp: S = Q·Kᵀ of its rows into its part of shared memory, the
 //     online softmax of its rows (SG/F invocations per row, each a run of
-//     CPL columns read as vec4 and written as f16 in uvec4, f32, base 2; the
-//     causal mask only on runs that cross the diagonal), P back as f16
-//     fragments; O stays in accumulators, rescaled by α per row
+//     CPL columns read as vec4 and written as f16 in uvec4, f32, base 2), P
+//     back as f16 fragments; O stays in accumulators, rescaled by α per row
 //     through a row-index matrix (an accumulator loaded with each element's
 //     row number: element-wise operations on matrices of one type see the
 //     same element at the same index), then O += P·V.
-//   attention_dq_coopmat    the same blocking at RT = 1; Q and dO held as
-//     fragments.
+//   attention_dq_coopmat    the same blocking; Q and dO held as fragments.
 //     Each warp per key block: S = Q·Kᵀ and dP = dO·Vᵀ in accumulators,
-//     dS = P·(dP − delta) element by element in the accumulator (the rows'
-//     lse and delta held as accumulators of the same shape; the causal
-//     mask, by row- and column-index matrices, only on fragments that
-//     cross the diagonal or the sequence's end), stored as an f16
+//     dS = P·(dP − delta) element by element in the accumulator (row- and
+//     column-index matrices give each element's place), stored as an f16
 //     accumulator to its part of shared memory, then dQ += dS·K.
 //   attention_dkdv_coopmat  workgroup = (BK = 4F keys, kv head, sequence);
 //     each warp holds the K and V rows of its F keys as fragments and
 //     accumulates their dK and dV. For every query head of the group in
 //     order and query blocks of BQ from the diagonal on in order: the Q and
 //     dO tiles are staged; each warp: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, Pᵀ and dSᵀ
-//     element by element in the accumulators (lse and delta, and the mask,
-//     as in dq), stored as f16 accumulators to its part of shared memory,
-//     then dV += Pᵀ·dO and dK += dSᵀ·Q.
+//     element by element in the accumulators, stored as f16 accumulators to
+//     its part of shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q.
 // Outputs go through shared memory in column chunks of EPI and only rows
 // inside the sequence are written. Every output element is one
 // accumulator's, summed in a fixed order (fragments in order): the same
@@ -62,7 +54,6 @@ layout(constant_id = ATTN_SPEC_SG) const uint SG = 32;
 layout(constant_id = ATTN_SPEC_F) const uint F = 16;
 layout(constant_id = ATTN_SPEC_EPI) const uint EPI = 64;
 layout(constant_id = ATTN_SPEC_PF) const bool PF = true;            // prefetch the next block's tiles
-layout(constant_id = ATTN_SPEC_RT) const uint RT = 1;               // fwd: row tiles (of F rows) per warp
 layout(local_size_x_id = ATTN_SPEC_WG_SIZE) in;
 
 #define FragA coopmat<float16_t, gl_ScopeSubgroup, F, F, gl_MatrixUseA>
@@ -155,19 +146,15 @@ void warp_sync() {
 // start; the output's column chunks at the end.
 shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
 
-// Writes the accumulators ACC[TILES·DF] of every warp's TILES·F rows
-// (row tile t's at t·DF) as output rows q0 + r < seq (OUT4 rows STRIDE4
-// vec4 long, head columns from COL4), each value VALUE of v (the element)
-// and r (the row in the block).
-#define EPILOGUE(ACC, TILES, OUT4, ROW0, R0, STRIDE4, COL4, VALUE)                                       \
+// Writes the accumulators ACC[DF] of every warp's F rows as output rows
+// q0 + r < seq (OUT4 rows STRIDE4 vec4 long, head columns from COL4), each
+// value VALUE of v (the element) and r (the row in the block).
+#define EPILOGUE(ACC, OUT4, ROW0, R0, STRIDE4, COL4, VALUE)                                              \
   for (uint c0 = 0; c0 < D; c0 += EPI) {                                                                 \
     barrier();                                                                                           \
-    [[unroll]] for (uint t_ = 0; t_ < (TILES); ++t_) {                                                   \
-      [[unroll]] for (uint n = 0; n < DF; ++n) {                                                         \
-        if (n * F >= c0 && n * F < c0 + EPI) {                                                           \
-          coopMatStore(ACC[t_ * DF + n], kv_s, (((warp * (TILES) + t_) * F) * EPI_STRIDE + n * F - c0) / 4, \
-                       EPI_STRIDE / 4, ROW_MAJOR);                                                       \
-        }                                                                                                \
+    [[unroll]] for (uint n = 0; n < DF; ++n) {                                                           \
+      if (n * F >= c0 && n * F < c0 + EPI) {                                                             \
+        coopMatStore(ACC[n], kv_s, (warp * F * EPI_STRIDE + n * F - c0) / 4, EPI_STRIDE / 4, ROW_MAJOR); \
       }                                                                                                  \
     }                                                                                                    \
     barrier();                                                                                           \
@@ -182,12 +169,11 @@ shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
 #endif
 
 #if MODE == 0
-const uint WR = RT * F;     // rows per warp
 const uint L = SG / F;      // softmax invocations per row
 const uint CPL = BK / L;    // ... and columns of each, a multiple of 8 (the tile choice)
 const uint SS = BK + 4;     // score row stride (floats)
 const uint SP = BK + 8;     // f16 P row stride (halves)
-shared vec4 s4_s[BQ * SS / 4];  // each warp's WR rows of S; first the row-index matrix
+shared vec4 s4_s[BQ * SS / 4];  // each warp's F rows of S; first the row-index matrix
 shared uvec4 p8_s[BQ * SP / 8];  // ... and of P, eight halves per vector
 shared float part_s[BQ * L];  // per row: each invocation's partial max, then sum
 shared float alpha_s[BQ];     // per row: α of the block; at the end l
@@ -202,31 +188,24 @@ void main() {
   const uint row0 = gl_WorkGroupID.z * pc.seq;
   const uint q0 = qb * BQ;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
-  const uint wr = warp * WR;  // the warp's first row in the block
-  // softmax: row tile t's row wr + t·F + sl, this invocation's part sp of it
-  const uint sl = gl_SubgroupInvocationID / L, sp = gl_SubgroupInvocationID % L;
+  const uint wr = warp * F;  // the warp's first row in the block
+  const uint sr = wr + gl_SubgroupInvocationID / L, sp = gl_SubgroupInvocationID % L;  // softmax: row, part
+  const uint qi = q0 + sr;
 
   if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
-  // Q as fragments (row tile t's at t·DF); the row-index matrix
+  // Q as fragments; the row-index matrix
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
   for (uint e = tid; e < F * F / 4; e += WG_SIZE) s4_s[e] = vec4(float(4 * e / F));
   barrier();
-  FragA qf[RT * DF];
-  [[unroll]] for (uint t = 0; t < RT; ++t) {
-    [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-      coopMatLoad(qf[t * DF + kk], kv_s, ((wr + t * F) * SH + kk * F) / 8, SH8, ROW_MAJOR);
-    }
+  FragA qf[DF];
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
   Acc rowid;
   coopMatLoad(rowid, s4_s, 0, F / 4, ROW_MAJOR);
-  Acc o[RT * DF];  // row tile t's at t·DF
-  [[unroll]] for (uint n = 0; n < RT * DF; ++n) o[n] = Acc(0.0);
-  // of row tile t's row sl, the same in each of its L invocations
-  float m_run[RT], l_run[RT];
-  [[unroll]] for (uint t = 0; t < RT; ++t) {
-    m_run[t] = neg_inf();
-    l_run[t] = 0.0;
-  }
+  Acc o[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
+  float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its L invocations
 
   const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
   for (uint kb = 0; kb < k_blocks; ++kb) {
@@ -240,106 +219,82 @@ void main() {
     }
     barrier();
     if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
-    // S = Q·Kᵀ, each K fragment loaded once for the RT row tiles
     [[unroll]] for (uint n = 0; n < BK / F; ++n) {
-      Acc s[RT];
-      [[unroll]] for (uint t = 0; t < RT; ++t) s[t] = Acc(0.0);
+      Acc s = Acc(0.0);
       [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
         FragB kt;
         coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
-        [[unroll]] for (uint t = 0; t < RT; ++t) s[t] = coopMatMulAdd(qf[t * DF + kk], kt, s[t]);
+        s = coopMatMulAdd(qf[kk], kt, s);
       }
-      [[unroll]] for (uint t = 0; t < RT; ++t) {
-        coopMatStore(s[t], s4_s, ((wr + t * F) * SS + n * F) / 4, SS / 4, ROW_MAJOR);
-      }
+      coopMatStore(s, s4_s, (wr * SS + n * F) / 4, SS / 4, ROW_MAJOR);
     }
     warp_sync();
-    [[unroll]] for (uint t = 0; t < RT; ++t) {
-      // online softmax of row sr over this block's columns sp·CPL ..
-      // (rows past the sequence, whose Q rows are staged as zeros, see
-      // scores 0 up to their causal bound, so every row's m is finite from
-      // the first block on; they are not written)
-      const uint sr = wr + t * F + sl, qi = q0 + sr;
-      float sv[CPL];
-      [[unroll]] for (uint c4 = 0; c4 < CPL / 4; ++c4) {
-        const vec4 x = s4_s[(sr * SS + sp * CPL) / 4 + c4];
-        [[unroll]] for (uint i = 0; i < 4; ++i) sv[4 * c4 + i] = x[i] * pc.scale_log2;
+    // online softmax of row sr over this block's columns sp·CPL ..
+    float sv[CPL];
+    float part_max = neg_inf();
+    [[unroll]] for (uint c4 = 0; c4 < CPL / 4; ++c4) {
+      const vec4 x = s4_s[(sr * SS + sp * CPL) / 4 + c4];
+      [[unroll]] for (uint t = 0; t < 4; ++t) {
+        const uint c = 4 * c4 + t;
+        sv[c] = (k0 + sp * CPL + c <= qi && qi < pc.seq) ? x[t] * pc.scale_log2 : neg_inf();
+        part_max = max(part_max, sv[c]);
       }
-      if (k0 + sp * CPL + CPL - 1 > qi) {  // the causal mask, where this part's columns cross the diagonal
-        [[unroll]] for (uint c = 0; c < CPL; ++c) {
-          if (k0 + sp * CPL + c > qi) sv[c] = neg_inf();
-        }
-      }
-      float part_max = neg_inf();
-      [[unroll]] for (uint c = 0; c < CPL; ++c) part_max = max(part_max, sv[c]);
-      part_s[sr * L + sp] = part_max;
-      warp_sync();
-      float block_max = neg_inf();
-      [[unroll]] for (uint p = 0; p < L; ++p) block_max = max(block_max, part_s[sr * L + p]);
-      const float m_new = max(m_run[t], block_max);
-      const float alpha = m_run[t] == neg_inf() ? 0.0 : exp2(m_run[t] - m_new);
-      float part_sum = 0.0;
-      [[unroll]] for (uint c8 = 0; c8 < CPL / 8; ++c8) {
-        uint w[4];
-        [[unroll]] for (uint i = 0; i < 4; ++i) {
-          const uint c = 8 * c8 + 2 * i;
-          const float p0 = exp2(sv[c] - m_new), p1 = exp2(sv[c + 1] - m_new);  // 0 where masked
-          part_sum += p0;
-          part_sum += p1;
-          w[i] = packFloat2x16(f16vec2(float16_t(p0), float16_t(p1)));
-        }
-        p8_s[(sr * SP + sp * CPL) / 8 + c8] = uvec4(w[0], w[1], w[2], w[3]);
-      }
-      m_run[t] = m_new;
-      warp_sync();  // every part's max is read before the sums replace it
-      part_s[sr * L + sp] = part_sum;
-      if (sp == 0) alpha_s[sr] = alpha;
-      warp_sync();
-      float block_sum = 0.0;
-      [[unroll]] for (uint p = 0; p < L; ++p) block_sum += part_s[sr * L + p];
-      l_run[t] = l_run[t] * alpha + block_sum;
     }
-    // O = diag(α)·O + P·V; each element's α read once for the DF
-    // accumulators of its row tile (matrices of one type hold their
-    // elements alike); each V fragment loaded once for the RT row tiles
-    for (int i = 0; i < rowid.length(); ++i) {
-      [[unroll]] for (uint t = 0; t < RT; ++t) {
-        const float a = alpha_s[wr + t * F + uint(rowid[i])];
-        [[unroll]] for (uint n = 0; n < DF; ++n) o[t * DF + n][i] *= a;
+    part_s[sr * L + sp] = part_max;
+    warp_sync();
+    float block_max = neg_inf();
+    [[unroll]] for (uint p = 0; p < L; ++p) block_max = max(block_max, part_s[sr * L + p]);
+    const float m_new = max(m_run, block_max);
+    const float alpha = m_run == neg_inf() ? 0.0 : exp2(m_run - m_new);
+    float part_sum = 0.0;
+    [[unroll]] for (uint c8 = 0; c8 < CPL / 8; ++c8) {
+      uint w[4];
+      [[unroll]] for (uint t = 0; t < 4; ++t) {
+        const uint c = 8 * c8 + 2 * t;
+        const float p0 = sv[c] == neg_inf() ? 0.0 : exp2(sv[c] - m_new);
+        const float p1 = sv[c + 1] == neg_inf() ? 0.0 : exp2(sv[c + 1] - m_new);
+        part_sum += p0;
+        part_sum += p1;
+        w[t] = packFloat2x16(f16vec2(float16_t(p0), float16_t(p1)));
       }
+      p8_s[(sr * SP + sp * CPL) / 8 + c8] = uvec4(w[0], w[1], w[2], w[3]);
+    }
+    m_run = m_new;
+    warp_sync();  // every part's max is read before the sums replace it
+    part_s[sr * L + sp] = part_sum;
+    if (sp == 0) alpha_s[sr] = alpha;
+    warp_sync();
+    float block_sum = 0.0;
+    [[unroll]] for (uint p = 0; p < L; ++p) block_sum += part_s[sr * L + p];
+    l_run = l_run * alpha + block_sum;
+    // O = diag(α)·O + P·V
+    [[unroll]] for (uint n = 0; n < DF; ++n) {
+      for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha_s[wr + uint(rowid[i])];
     }
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
-      FragA pa[RT];
-      [[unroll]] for (uint t = 0; t < RT; ++t) {
-        coopMatLoad(pa[t], p8_s, ((wr + t * F) * SP + kk * F) / 8, SP / 8, ROW_MAJOR);
-      }
+      FragA pa;
+      coopMatLoad(pa, p8_s, (wr * SP + kk * F) / 8, SP / 8, ROW_MAJOR);
       [[unroll]] for (uint n = 0; n < DF; ++n) {
         FragB vb;
         coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
-        [[unroll]] for (uint t = 0; t < RT; ++t) o[t * DF + n] = coopMatMulAdd(pa[t], vb, o[t * DF + n]);
+        o[n] = coopMatMulAdd(pa, vb, o[n]);
       }
     }
   }
   warp_sync();  // every α of the last block is read before l replaces it
   if (sp == 0) {
-    [[unroll]] for (uint t = 0; t < RT; ++t) {
-      const uint sr = wr + t * F + sl, qi = q0 + sr;
-      alpha_s[sr] = l_run[t];
-      if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run[t] + log2(l_run[t])) * LN2;
-    }
+    alpha_s[sr] = l_run;
+    if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run + log2(l_run)) * LN2;
   }
-  EPILOGUE(o, RT, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
+  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
 }
 
 #elif MODE == 2
 const uint SP = BK + 8;  // f16 dS row stride (halves)
 shared float16_t ds_s[BQ * SP];  // each warp's F rows of dS
 shared float idx_s[2 * F * F];   // the row- and column-index matrices
-// The rows' lse (base 2) and delta, each in F columns of BQ (column c, row
-// r: row r's), loaded as accumulators whose element (row, key) holds the
-// row's value.
-shared float lse2_s[F * BQ];
-shared float delta_s[F * BQ];
+shared float lse2_s[BQ];
+shared float delta_s[BQ];
 
 void main() {
   const uint tid = gl_LocalInvocationIndex;
@@ -356,12 +311,11 @@ void main() {
   if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
   // Q and dO as fragments; the rows' lse and delta; the index matrices
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
-  for (uint e = tid; e < F * BQ; e += WG_SIZE) {
-    const uint r = e % BQ;
+  for (uint r = tid; r < BQ; r += WG_SIZE) {
     const bool ok = q0 + r < pc.seq;
     const uint at = (row0 + q0 + r) * pc.heads + h;
-    lse2_s[e] = ok ? lse[at] * LOG2E : 0.0;
-    delta_s[e] = ok ? delta[at] : 0.0;
+    lse2_s[r] = ok ? lse[at] * LOG2E : 0.0;
+    delta_s[r] = ok ? delta[at] : 0.0;
   }
   for (uint e = tid; e < F * F; e += WG_SIZE) {
     idx_s[e] = float(e / F);
@@ -372,9 +326,9 @@ void main() {
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
     coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
-  Acc lse2m, deltam;
-  coopMatLoad(lse2m, lse2_s, wr, BQ, COL_MAJOR);
-  coopMatLoad(deltam, delta_s, wr, BQ, COL_MAJOR);
+  Acc rowid, colid;
+  coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
+  coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
   barrier();
   STAGE16(kv_s, 0, do16, BQ, row0, q0, qs8, h * HV8)
   barrier();
@@ -405,18 +359,12 @@ void main() {
         s = coopMatMulAdd(qf[kk], kt, s);
         dp = coopMatMulAdd(dof[kk], vt, dp);
       }
-      // dS = P·(dP − delta), P = 2^(S·scale − lse); then the mask, where
-      // some of the fragment's (row, key) pairs are not causal or some
-      // rows are past the sequence
-      for (int i = 0; i < s.length(); ++i) s[i] = exp2(s[i] * pc.scale_log2 - lse2m[i]) * (dp[i] - deltam[i]);
-      if (k0 + n * F + F - 1 > q0 + wr || q0 + wr + F > pc.seq) {
-        Acc rowid, colid;  // loaded here, not held: registers are scarce
-        coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
-        coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
-        for (int i = 0; i < s.length(); ++i) {
-          const uint qi = q0 + wr + uint(rowid[i]), kj = k0 + n * F + uint(colid[i]);
-          if (kj > qi || qi >= pc.seq) s[i] = 0.0;
-        }
+      // dS = P·(dP − delta), P = 2^(S·scale − lse), each element at its row and column
+      for (int i = 0; i < s.length(); ++i) {
+        const uint r = wr + uint(rowid[i]), j = n * F + uint(colid[i]);
+        const uint qi = q0 + r;
+        const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s[i] * pc.scale_log2 - lse2_s[r]) : 0.0;
+        s[i] = p * (dp[i] - delta_s[r]);
       }
       coopMatStore(Acc16(s), ds_s, wr * SP + n * F, SP, ROW_MAJOR);
     }
@@ -431,7 +379,7 @@ void main() {
       }
     }
   }
-  EPILOGUE(dq, 1, dq4, row0, q0, pc.q_stride / 4, h * D / 4, v * pc.dk_scale)
+  EPILOGUE(dq, dq4, row0, q0, pc.q_stride / 4, h * D / 4, v * pc.dk_scale)
 }
 
 #else
@@ -444,22 +392,18 @@ shared uvec4 qd_s[MAX3(2 * BQ * SH8, BK * SH8, 2 * BK * EPI_STRIDE / 4)];
 shared float16_t p_s[BK * SPQ];   // each warp's F key rows of Pᵀ
 shared float16_t ds_s[BK * SPQ];  // ... and of dSᵀ
 shared float idx_s[2 * F * F];    // the row- and column-index matrices
-// The query block's lse (base 2) and delta, each in F rows of BQ (row r,
-// column i: query i's), loaded as accumulators whose element (key, query)
-// holds the query's value.
-shared float lse2_s[F * BQ];
-shared float delta_s[F * BQ];
+shared float lse2_s[BQ];
+shared float delta_s[BQ];
 
-// The stats in registers: entry e = tid + j·WG_SIZE < STATS_ROWS·BQ is
-// query e % BQ, for the rows e / BQ + c·STATS_ROWS of lse2_s and delta_s.
-const uint STATS_ROWS = WG_SIZE / BQ == 0 ? 1 : (WG_SIZE / BQ < F ? WG_SIZE / BQ : F);
-const uint STATS_N = (STATS_ROWS * BQ + WG_SIZE - 1) / WG_SIZE;
+// The lse (base 2) and delta of a query block, this invocation's rows
+// (tid + i·WG_SIZE < BQ) in registers, then in lse2_s and delta_s.
+const uint STATS_N = (BQ + WG_SIZE - 1) / WG_SIZE;
 float lse2_pf[STATS_N], delta_pf[STATS_N];
 
 void load_stats(uint row0, uint q0, uint h) {
   [[unroll]] for (uint j = 0; j < STATS_N; ++j) {
-    const uint e = gl_LocalInvocationIndex + j * WG_SIZE, i = e % BQ;
-    const bool ok = e < STATS_ROWS * BQ && q0 + i < pc.seq;
+    const uint i = gl_LocalInvocationIndex + j * WG_SIZE;
+    const bool ok = i < BQ && q0 + i < pc.seq;
     const uint at = (row0 + q0 + i) * pc.heads + h;
     lse2_pf[j] = ok ? lse[at] * LOG2E : 0.0;
     delta_pf[j] = ok ? delta[at] : 0.0;
@@ -468,12 +412,10 @@ void load_stats(uint row0, uint q0, uint h) {
 
 void put_stats() {
   [[unroll]] for (uint j = 0; j < STATS_N; ++j) {
-    const uint e = gl_LocalInvocationIndex + j * WG_SIZE;
-    if (e < STATS_ROWS * BQ) {
-      for (uint r = e / BQ; r < F; r += STATS_ROWS) {
-        lse2_s[r * BQ + e % BQ] = lse2_pf[j];
-        delta_s[r * BQ + e % BQ] = delta_pf[j];
-      }
+    const uint i = gl_LocalInvocationIndex + j * WG_SIZE;
+    if (i < BQ) {
+      lse2_s[i] = lse2_pf[j];
+      delta_s[i] = delta_pf[j];
     }
   }
 }
@@ -510,6 +452,9 @@ void main() {
   STAGE16(qd_s, 0, v16, BK, row0, k0, ks8, g * HV8)
   barrier();
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) coopMatLoad(vf[kk], qd_s, (wk * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  Acc rowid, colid;
+  coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
+  coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
   Acc dk[DF], dv[DF];
   [[unroll]] for (uint n = 0; n < DF; ++n) {
     dk[n] = Acc(0.0);
@@ -547,27 +492,12 @@ void main() {
         st = coopMatMulAdd(kf[kk], qt, st);
         dpt = coopMatMulAdd(vf[kk], dot, dpt);
       }
-      Acc lse2m, deltam;
-      coopMatLoad(lse2m, lse2_s, n * F, BQ, ROW_MAJOR);
-      coopMatLoad(deltam, delta_s, n * F, BQ, ROW_MAJOR);
       for (int e = 0; e < st.length(); ++e) {
-        const float p = exp2(st[e] * pc.scale_log2 - lse2m[e]);
+        const uint j = wk + uint(rowid[e]), i = n * F + uint(colid[e]);
+        const uint qi = q0 + i;
+        const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(st[e] * pc.scale_log2 - lse2_s[i]) : 0.0;
         st[e] = p;
-        dpt[e] = p * (dpt[e] - deltam[e]);
-      }
-      // the mask, where some of the fragment's (key, query) pairs are not
-      // causal or some queries are past the sequence
-      if (k0 + wk + F - 1 > q0 + n * F || q0 + n * F + F > pc.seq) {
-        Acc rowid, colid;  // loaded here, not held: registers are scarce
-        coopMatLoad(rowid, idx_s, 0, F, ROW_MAJOR);
-        coopMatLoad(colid, idx_s, F * F, F, ROW_MAJOR);
-        for (int e = 0; e < st.length(); ++e) {
-          const uint j = wk + uint(rowid[e]), qi = q0 + n * F + uint(colid[e]);
-          if (k0 + j > qi || qi >= pc.seq) {
-            st[e] = 0.0;
-            dpt[e] = 0.0;
-          }
-        }
+        dpt[e] = p * (dpt[e] - delta_s[i]);
       }
       coopMatStore(Acc16(st), p_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
       coopMatStore(Acc16(dpt), ds_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);

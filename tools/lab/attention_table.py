@@ -33,8 +33,7 @@ rows = [(label, r) for run, label in runs for r in run.get("attention", [])]
 for which, r in rows:
     key = (r["batch"], r["seq"], r["heads"], r["kv_heads"], r["head_dim"])
     name = which + "{},{},{},{},{}".format(*key)
-    block = (str(r.get("block", 0)) + {"on": "+pf", "off": "-pf"}.get(r.get("prefetch"), "")  # --prefetch
-             + (f"/rt{r['row_tiles']}" if r.get("row_tiles") else ""))  # --row-tiles
+    block = str(r.get("block", 0)) + {"on": "+pf", "off": "-pf"}.get(r.get("prefetch"), "")  # --prefetch
     if "error" in r:
         print(f"{name:24s} {r['kernel']:8s} {block:>8s} error: {r['error']}")
         continue

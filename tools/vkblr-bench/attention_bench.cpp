@@ -125,16 +125,13 @@ bool failed(const AttentionResult& r) {
 
 namespace {
 
-// One case with one block (0: the library's choice), prefetch setting and
-// forward row tiles (0: the library's choice).
+// One case with one block (0: the library's choice) and prefetch setting.
 AttentionResult run_attention_case(vkblr::Context& ctx, const AttentionBenchOptions& o, const AttentionCase& c,
-                                   std::uint32_t block, vkblr::ops::AttentionPrefetch prefetch,
-                                   std::uint32_t row_tiles) {
+                                   std::uint32_t block, vkblr::ops::AttentionPrefetch prefetch) {
   AttentionResult r;
   r.c = c;
   r.block = block;
   r.prefetch = prefetch;
-  r.row_tiles = row_tiles;
   try {
     require_fits(ctx.caps(), attention_memory(c), to_string(c));
     const vkblr::ops::AttentionShape shape{c.batch, c.seq, c.heads, c.kv_heads, c.head_dim, 0.0f};
@@ -150,8 +147,7 @@ AttentionResult run_attention_case(vkblr::Context& ctx, const AttentionBenchOpti
     if (!o.check) in = {};
     vkblr::Buffer out_o = ctx.buffer(qn * 4), lse = ctx.buffer(tokens * c.heads * 4);
     vkblr::Buffer dq = ctx.buffer(qn * 4), dk = ctx.buffer(kvn * 4), dv = ctx.buffer(kvn * 4);
-    const vkblr::ops::AttentionOptions options{
-        .kernel = kernel, .block = block, .prefetch = prefetch, .forward_row_tiles = row_tiles};
+    const vkblr::ops::AttentionOptions options{.kernel = kernel, .block = block, .prefetch = prefetch};
     const vkblr::Ops fwd = vkblr::ops::attention_forward(ctx, q, k, v, out_o, lse, shape, options);
     const vkblr::Ops bwd = vkblr::ops::attention_backward(ctx, q, k, v, out_o, lse, dout, dq, dk, dv, shape, options);
     if (o.stats && ctx.caps().kernel_statistics) {
@@ -196,15 +192,12 @@ std::vector<AttentionResult> run_attention_bench(vkblr::Context& ctx, const Atte
   }
   const std::vector<vkblr::ops::AttentionPrefetch> prefetches =
       o.prefetches.empty() ? std::vector{vkblr::ops::AttentionPrefetch::automatic} : o.prefetches;
-  const std::vector<std::uint32_t> row_tiles = o.row_tiles.empty() ? std::vector<std::uint32_t>{0} : o.row_tiles;
   for (const AttentionCase& c : o.cases) {
     for (const std::uint32_t block : blocks) {
       for (const vkblr::ops::AttentionPrefetch prefetch : prefetches) {
-        for (const std::uint32_t rt : row_tiles) {
-          AttentionResult r = run_attention_case(ctx, o, c, block, prefetch, rt);
-          if (!o.quiet) std::fprintf(stderr, "%s\n", format_attention_result(r).c_str());
-          out.push_back(std::move(r));
-        }
+        AttentionResult r = run_attention_case(ctx, o, c, block, prefetch);
+        if (!o.quiet) std::fprintf(stderr, "%s\n", format_attention_result(r).c_str());
+        out.push_back(std::move(r));
       }
     }
   }
@@ -217,7 +210,7 @@ std::string format_attention_result(const AttentionResult& r) {
                   (r.prefetch != vkblr::ops::AttentionPrefetch::automatic
                        ? std::format(" prefetch {}", vkblr::ops::to_string(r.prefetch))
                        : "") +
-                  (r.row_tiles != 0 ? std::format(" row tiles {}", r.row_tiles) : "") + ": ";
+                  ": ";
   if (!r.error.empty()) return s + "error: " + r.error;
   s += std::format("forward {:.4f} ms ({:.3g} TFLOP/s), forward+backward {:.4f} ms ({:.3g} TFLOP/s), {} reps",
                    r.forward.median_ms, r.forward_tflops, r.step.median_ms, r.step_tflops, r.step.reps);
@@ -238,7 +231,6 @@ nlohmann::json to_json(const AttentionResult& r) {
                       {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim}, {"kernel", r.kernel}};
   if (r.block != 0) j["block"] = r.block;
   if (r.prefetch != vkblr::ops::AttentionPrefetch::automatic) j["prefetch"] = vkblr::ops::to_string(r.prefetch);
-  if (r.row_tiles != 0) j["row_tiles"] = r.row_tiles;
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j;

@@ -50,10 +50,6 @@ struct AttentionBenchOptions {
   // Coopmat prefetch settings to run each case and block with
   // (AttentionOptions::prefetch); empty: {automatic}.
   std::vector<vkblr::ops::AttentionPrefetch> prefetches;
-  // The forward's row tiles per warp to run each case, block and prefetch
-  // with (AttentionOptions::forward_row_tiles; 0: the library's choice);
-  // empty: {0}.
-  std::vector<std::uint32_t> row_tiles;
   bool stats = false;  // each attention kernel's compiler statistics (where Caps::kernel_statistics)
 };
 
@@ -62,7 +58,6 @@ struct AttentionResult {
   std::string kernel, error;
   std::uint32_t block = 0;  // AttentionOptions::block asked (0: the library's choice)
   vkblr::ops::AttentionPrefetch prefetch = vkblr::ops::AttentionPrefetch::automatic;  // ... and its prefetch
-  std::uint32_t row_tiles = 0;  // ... and the forward's row tiles
   Stats forward, step;  // forward; forward + backward (sums of dispatch times per rep)
   double forward_tflops = 0, step_tflops = 0;
   std::map<std::string, double> per_name_ms;  // forward + backward: GPU time per dispatch name

@@ -9,7 +9,7 @@
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--block 0|16|32|64]...
-//                         [--prefetch automatic|on|off]... [--row-tiles 0|1|2]...
+//                         [--prefetch automatic|on|off]...
 //                     [--reps N] [--warmup N] [--check] [--stats]
 //   vkblr-bench loss [--case tokens,hidden,vocab]... [--slice S]... [--kl [--teacher-hidden H]]
 //                    [--reps N] [--warmup N]
@@ -188,11 +188,6 @@ int main(int argc, char** argv) {
                    "coopmat: load the next block while computing (on), or not (off); automatic: the library's "
                    "choice (repeatable: each case and block with each)")
       ->check(CLI::IsMember({"automatic", "on", "off"}));
-  attention
-      ->add_option("--row-tiles", aopt.row_tiles,
-                   "coopmat forward: query row tiles per warp, 1 or 2, or 0 for the library's choice (repeatable: "
-                   "each case, block and prefetch with each)")
-      ->check(CLI::IsMember({0u, 1u, 2u}));
   attention->add_flag("--stats", aopt.stats, "report each attention kernel's compiler statistics (registers, ...)");
   CLI::App* loss = app.add_subcommand(
       "loss", "a training step's loss over a large vocabulary (cross_entropy, or kl_distill with --kl), both gradients");

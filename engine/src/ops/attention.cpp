@@ -126,12 +126,11 @@ std::optional<std::uint32_t> plain_rows(const Caps& caps, Pass pass, std::uint32
 }
 
 // Cooperative-matrix kernels: 4 warps of the device's subgroup size, F×F×F
-// fragments, each warp rt row tiles of F rows of the block (rt > 1: the
-// forward only). fwd, dq: BQ = 4·rt·F query rows, BK keys per block; dkdv:
-// BK = 4F keys, BQ queries per block. epi: output columns per epilogue
-// chunk.
+// fragments, each warp F rows of the block. fwd, dq: BQ = 4F query rows,
+// BK keys per block; dkdv: BK = 4F keys, BQ queries per block. epi: output
+// columns per epilogue chunk.
 struct CoopTile {
-  std::uint32_t f = 0, sg = 0, bq = 0, bk = 0, epi = 0, rt = 1;
+  std::uint32_t f = 0, sg = 0, bq = 0, bk = 0, epi = 0;
   std::uint64_t shared = 0;
 };
 
@@ -157,16 +156,12 @@ bool f16_accumulator(const Caps& caps, std::uint32_t f) {
 // then the longest that fits; dq tries 16 first (its fastest on an H100,
 // head_dim 64 and 128).
 constexpr std::uint32_t kCoopBlocks[] = {32, 64, 16};
-// The forward's row tiles per warp when AttentionOptions::forward_row_tiles is 0.
-constexpr std::uint32_t kAutomaticRowTiles = 1;
 constexpr std::uint32_t kCoopBlocksDq[] = {16, 32, 64};
 
 // The tile of `pass` (the shader's shared arrays, in bytes, mirrored) with
-// `block` (0: the first of the pass's blocks that fits) and rt row tiles per
-// warp (the forward's; 1 for the other passes), or nothing when it does not
-// fit the device.
-std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, std::uint32_t block_asked = 0,
-                                  std::uint32_t rt = 1) {
+// `block` (0: the first of the pass's blocks that fits), or nothing when it
+// does not fit the device.
+std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, std::uint32_t block_asked = 0) {
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
   const std::uint32_t f = frag->m, sg = caps.subgroup_size;
@@ -176,15 +171,12 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
   }
   const std::uint64_t sh8 = (d + 8) / 8;
   const std::uint64_t index_matrices = 4ull * 2 * f * f;
-  // the lse and delta of `queries` queries, each repeated f times (loaded as accumulators)
-  const auto stats_matrices = [f](std::uint64_t queries) { return 4ull * 2 * f * queries; };
   for (std::uint32_t block : pass == Pass::dq ? std::span<const std::uint32_t>(kCoopBlocksDq)
                                                : std::span<const std::uint32_t>(kCoopBlocks)) {
     if (block % f != 0 || (block_asked != 0 && block != block_asked)) continue;
     CoopTile t;
     t.f = f;
     t.sg = sg;
-    t.rt = pass == Pass::forward ? rt : 1;
     std::uint64_t vecs = 0;
     if (pass == Pass::dkdv) {
       t.bk = kWarps * f;
@@ -192,9 +184,9 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
       // the Q and dO tiles, the K (then V) rows, the epilogue's narrowest chunk
       vecs = std::max({2 * t.bq * sh8, t.bk * sh8, std::uint64_t{2} * t.bk * (f + 4) / 4});
       t.epi = epilogue_cols(d, f, 2 * t.bk, vecs);
-      t.shared = 16 * vecs + 2ull * 2 * t.bk * (t.bq + 8) + index_matrices + stats_matrices(t.bq);
+      t.shared = 16 * vecs + 2ull * 2 * t.bk * (t.bq + 8) + index_matrices + 4ull * 2 * t.bq;
     } else {
-      t.bq = kWarps * f * t.rt;
+      t.bq = kWarps * f;
       t.bk = block;
       const std::uint32_t lpr = sg / f;  // softmax invocations per row
       if (t.bk % lpr != 0 || (pass == Pass::forward && (t.bk / lpr) % 8 != 0)) continue;  // P in uvec4 stores
@@ -202,7 +194,7 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
       t.epi = epilogue_cols(d, f, t.bq, vecs);
       const std::uint64_t halves = 2ull * t.bq * (t.bk + 8);
       t.shared = pass == Pass::forward ? 16 * vecs + 4ull * t.bq * (t.bk + 4) + halves + 4ull * t.bq * (lpr + 1)
-                                       : 16 * vecs + halves + index_matrices + stats_matrices(t.bq);
+                                       : 16 * vecs + halves + index_matrices + 4ull * 2 * t.bq;
     }
     if (t.epi != 0 && t.shared <= caps.max_shared_memory) return t;
   }
@@ -240,10 +232,6 @@ void check_prefetch(const char* op, AttentionPrefetch prefetch) {
           "{}: prefetch = {} is not automatic (0), on (1) or off (2)", op, static_cast<std::uint32_t>(prefetch));
 }
 
-void check_row_tiles(const char* op, std::uint32_t row_tiles) {
-  require(row_tiles <= 2, "{}: forward_row_tiles = {} is not 0 (automatic), 1 or 2", op, row_tiles);
-}
-
 // ---------------------------------------------------------------- dispatches
 
 // Whether `pass` with tile t prefetches: `automatic` does where the next
@@ -276,7 +264,7 @@ AttentionPush push_of(const AttentionShape& s, const Dims& d, float gscale) {
 // The attention kernel of `pass` with its tile; groups over (blocks, heads
 // or kv heads, sequences).
 Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel, Pass pass, const AttentionShape& s,
-                            const AttentionOptions& asked) {
+                            std::uint32_t coop_block, AttentionPrefetch prefetch) {
   const Caps& caps = ctx.caps();
   std::vector<SpecConstant> spec;
   detail::KernelOptions options;
@@ -288,22 +276,15 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     spec = {{ATTN_SPEC_WG_SIZE, kPlainTpr * *b}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, *b}};
     block = *b;
   } else {
-    const std::uint32_t coop_block = asked.block;
-    const std::uint32_t rt = asked.forward_row_tiles != 0 ? asked.forward_row_tiles : kAutomaticRowTiles;
-    const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim, coop_block, rt);
+    const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim, coop_block);
     require(t.has_value() || coop_block == 0,
             "{}: block = {} does not fit device {} for head_dim = {} (not a multiple of its fragment side, or the "
             "tile exceeds {} bytes of shared memory)",
             op, coop_block, caps.device_name, s.head_dim, caps.max_shared_memory);
-    require(t.has_value() || pass != Pass::forward || rt == 1,
-            "{}: forward_row_tiles = {} does not fit device {} for head_dim = {} (its tile exceeds {} bytes of shared "
-            "memory)",
-            op, rt, caps.device_name, s.head_dim, caps.max_shared_memory);
     require(t.has_value(), "{}: no cooperative-matrix tile fits device {}", op, caps.device_name);
     spec = {{ATTN_SPEC_WG_SIZE, kWarps * t->sg}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, t->bq},
             {ATTN_SPEC_BK, t->bk},           {ATTN_SPEC_SG, t->sg},     {ATTN_SPEC_F, t->f},
-            {ATTN_SPEC_EPI, t->epi},         {ATTN_SPEC_PF, prefetch_on(asked.prefetch, pass, *t, s.head_dim) ? 1u : 0u},
-            {ATTN_SPEC_RT, t->rt}};
+            {ATTN_SPEC_EPI, t->epi},         {ATTN_SPEC_PF, prefetch_on(prefetch, pass, *t, s.head_dim) ? 1u : 0u}};
     options = {caps.subgroup_size_control ? t->sg : 0, true};
     block = pass == Pass::dkdv ? t->bk : t->bq;
   }
@@ -401,9 +382,8 @@ Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buff
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
   check_block(op, options.block);
   check_prefetch(op, options.prefetch);
-  check_row_tiles(op, options.forward_row_tiles);
   Ops ops;
-  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options);
+  Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options.block, options.prefetch);
   fwd.set_push(push_of(shape, d, 1.0f));
   if (kernel == AttentionKernel::coopmat) {
     const Staged st = stage_f16(ctx, ops, d, q, k, v, nullptr, 1.0f);
@@ -437,7 +417,6 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
   check_block(op, options.block);
   check_prefetch(op, options.prefetch);
-  check_row_tiles(op, options.forward_row_tiles);
   const float gscale = kernel == AttentionKernel::coopmat ? options.gscale : 1.0f;
   const AttentionPush p = push_of(shape, d, gscale);
   Ops ops;
@@ -464,11 +443,11 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
     }
     x.bind(4, lse, Access::read, 0, lse_bytes).bind(6, delta, Access::read);
   };
-  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape, options);
+  Dispatch dkdv = attention_dispatch(op, ctx, kernel, Pass::dkdv, shape, options.block, options.prefetch);
   bind_inputs(dkdv);
   dkdv.bind(8, dk, Access::write, 0, kv_bytes).bind(9, dv, Access::write, 0, kv_bytes);
   ops.push_back(dkdv);
-  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape, options);
+  Dispatch dqd = attention_dispatch(op, ctx, kernel, Pass::dq, shape, options.block, options.prefetch);
   bind_inputs(dqd);
   dqd.bind(7, dq, Access::write, 0, q_bytes);
   ops.push_back(dqd);

@@ -82,11 +82,6 @@ struct AttentionOptions {
   // tiles whatever it is.
   std::uint32_t block = 0;
   AttentionPrefetch prefetch = AttentionPrefetch::automatic;  // coopmat only; the plain kernel ignores it
-  // Coopmat forward: query row tiles (of the fragment side F) per warp, 1
-  // or 2; each K and V fragment is loaded once for all of a warp's tiles.
-  // 0: 1. The bits do not depend on it. Error when above 2, or (forced 2)
-  // when its tile does not fit.
-  std::uint32_t forward_row_tiles = 0;
 };
 
 // The kernel `automatic` runs on this context for head_dim (plain or
@@ -111,7 +106,7 @@ bool attention_kernel_available(const Caps& caps, AttentionKernel kernel, std::u
 // and positive, a buffer too small or an output overlapping another
 // operand, a forced coopmat kernel the device cannot run, a forced block
 // (AttentionOptions::block) that is not 64, 32 or 16 or whose tile does not
-// fit the device, forward_row_tiles above 2 or (forced) not fitting.
+// fit the device.
 Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                       const Buffer& lse, const AttentionShape& shape, const AttentionOptions& options = {});
 
