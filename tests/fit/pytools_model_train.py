@@ -21,7 +21,7 @@ resumes no dense run); with mpirun given, 2 ranks write the
 model file of one process with --micro-batches 2; started from vkblr-fit's
 Dual-SVID init of the checkpoint (--init dual-svid) instead of a file, it
 trains and writes what evaluate.py measures too; a --blr start with its
-latents farther from zero (--latent-rms) flips fewer signs; bad inputs are refused
+latents nearer zero (--latent-rms) flips more signs; bad inputs are refused
 with their messages (a token past the vocabulary by its row and column,
 windows of another length, a float token file, a stream without
 --windows, a blr file of another model, a config vkblr does not run, a
@@ -155,13 +155,13 @@ def test_a_dual_svid_start():
 
 
 def test_the_blr_latent_start():
-    # --latent-rms with --blr: every latent starts at ±this (0.1 by default); farther from zero, fewer flip
-    train("far", "--latent-rms", "0.4")
-    r, far = load_json("run/report.json"), load_json("far/report.json")
-    check(abs(r["settings"]["latent_rms"] - 0.1) < 1e-6 and abs(far["settings"]["latent_rms"] - 0.4) < 1e-6,
-          f"latent_rms {r['settings']['latent_rms']}, {far['settings']['latent_rms']}")
-    check(far["init"] == r["init"], "the two runs started from other layers")
-    check(far["flips"] < r["flips"], f"flips: at 0.4 {far['flips']}, at 0.1 {r['flips']}")
+    # --latent-rms with --blr: every latent starts at ±this (0.1 by default); near zero, more signs flip
+    train("near", "--latent-rms", "0.001")
+    r, near = load_json("run/report.json"), load_json("near/report.json")
+    check(abs(r["settings"]["latent_rms"] - 0.1) < 1e-6 and abs(near["settings"]["latent_rms"] - 0.001) < 1e-9,
+          f"latent_rms {r['settings']['latent_rms']}, {near['settings']['latent_rms']}")
+    check(near["init"] == r["init"], "the two runs started from other layers")
+    check(near["flips"] > r["flips"], f"flips: at 0.001 {near['flips']}, at 0.1 {r['flips']}")
 
 
 def test_resume_is_the_uninterrupted_run():
