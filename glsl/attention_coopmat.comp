@@ -31,6 +31,20 @@
 //     dO tiles are staged; each warp: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ, Pᵀ and dSᵀ
 //     element by element in the accumulators, stored as f16 accumulators to
 //     its part of shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q.
+// The coopmat2 variants (CM2) take VK_NV_cooperative_matrix2's operations on
+// these subgroup-scope matrices where the device has them, and keep P and dS
+// in registers:
+//   attention_fwd_coopmat2   S fragments of the warp's rows masked by a
+//     per-element function (the element's row and column), the row maxima
+//     and sums by row reductions (per fragment, then fragments in order),
+//     the running max m, sum l and rescale α as accumulators whose every
+//     element holds its row's value, P converted to A fragments for O += P·V.
+//     o and lse are other bits than attention_fwd_coopmat's (the order of
+//     the row sums), the same bits run after run.
+//   attention_dq_coopmat2, attention_dkdv_coopmat2   dS (and Pᵀ, dSᵀ)
+//     converted to A fragments as each fragment is computed, then used at
+//     once (the products in the KHR kernels' order; the bits need not be
+//     theirs: lavapipe's differ).
 // Outputs go through shared memory in column chunks of EPI and only rows
 // inside the sequence are written. Every output element is one
 // accumulator's, summed in a fixed order (fragments in order): the same
@@ -38,8 +52,17 @@
 // @variant attention_fwd_coopmat MODE=0
 // @variant attention_dkdv_coopmat MODE=1
 // @variant attention_dq_coopmat MODE=2
+// @variant attention_fwd_coopmat2 MODE=0 CM2=1
+// @variant attention_dkdv_coopmat2 MODE=1 CM2=1
+// @variant attention_dq_coopmat2 MODE=2 CM2=1
+#ifndef CM2
+#define CM2 0
+#endif
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
+#if CM2
+#extension GL_NV_cooperative_matrix2 : require
+#endif
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -168,7 +191,7 @@ shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
   }
 #endif
 
-#if MODE == 0
+#if MODE == 0 && !CM2
 const uint L = SG / F;      // softmax invocations per row
 const uint CPL = BK / L;    // ... and columns of each, a multiple of 8 (the tile choice)
 const uint SS = BK + 4;     // score row stride (floats)
@@ -289,9 +312,123 @@ void main() {
   EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
 }
 
+#elif MODE == 0
+const uint NB = BK / F;          // S fragments per warp and key block
+shared float lse_s[4 * F * F];   // each warp's lse accumulator, at the end
+
+float max_of(const in float a, const in float b) { return max(a, b); }
+float sum_of(const in float a, const in float b) { return a + b; }
+
+// The score of row r, column c of a fragment whose first query is q_first
+// and first key k_first: x · scale (base 2), −∞ where the key comes after
+// the query or the query is past the sequence.
+float masked_score(const in uint r, const in uint c, const in float x, const in uint q_first, const in uint k_first,
+                   const in uint seq, const in float scale) {
+  return (k_first + c <= q_first + r && q_first + r < seq) ? x * scale : neg_inf();
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint warp = gl_SubgroupID;
+  const uint blocks = (pc.seq + BQ - 1) / BQ;
+  const uint qb = blocks - 1 - gl_WorkGroupID.x;  // the longest rows first
+  const uint h = gl_WorkGroupID.y;
+  const uint g = h / pc.group;
+  const uint row0 = gl_WorkGroupID.z * pc.seq;
+  const uint q0 = qb * BQ;
+  const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
+  const uint wr = warp * F;  // the warp's first row in the block
+
+  if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
+  STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+  barrier();
+  FragA qf[DF];
+  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+    coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
+  }
+  Acc o[DF];
+  [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
+  Acc m_run = Acc(neg_inf()), l_run = Acc(0.0);  // every element: its row's running max and sum
+
+  const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
+  for (uint kb = 0; kb < k_blocks; ++kb) {
+    const uint k0 = kb * BK;
+    barrier();  // every warp is done with kv_s (the previous block, or the Q loads)
+    if (PF) {
+      PF_PUT(kv_s)
+    } else {
+      STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
+      STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
+    }
+    barrier();
+    if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
+    Acc s[NB];
+    [[unroll]] for (uint n = 0; n < NB; ++n) {
+      s[n] = Acc(0.0);
+      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+        FragB kt;
+        coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        s[n] = coopMatMulAdd(qf[kk], kt, s[n]);
+      }
+      coopMatPerElementNV(s[n], s[n], masked_score, q0 + wr, k0 + n * F, pc.seq, pc.scale_log2);
+    }
+    // the rows' maxima, the new running max and α
+    Acc m_new, part;
+    coopMatReduceNV(m_new, s[0], gl_CooperativeMatrixReduceRowNV, max_of);
+    [[unroll]] for (uint n = 1; n < NB; ++n) {
+      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, max_of);
+      [[unroll]] for (int i = 0; i < part.length(); ++i) m_new[i] = max(m_new[i], part[i]);
+    }
+    Acc alpha;
+    [[unroll]] for (int i = 0; i < m_new.length(); ++i) {
+      m_new[i] = max(m_run[i], m_new[i]);
+      alpha[i] = m_run[i] == neg_inf() ? 0.0 : exp2(m_run[i] - m_new[i]);
+    }
+    m_run = m_new;
+    // P in place of S, its row sums, l = l·α + Σ P
+    [[unroll]] for (uint n = 0; n < NB; ++n) {
+      [[unroll]] for (int i = 0; i < s[n].length(); ++i) s[n][i] = s[n][i] == neg_inf() ? 0.0 : exp2(s[n][i] - m_run[i]);
+    }
+    Acc block_sum;
+    coopMatReduceNV(block_sum, s[0], gl_CooperativeMatrixReduceRowNV, sum_of);
+    [[unroll]] for (uint n = 1; n < NB; ++n) {
+      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, sum_of);
+      [[unroll]] for (int i = 0; i < part.length(); ++i) block_sum[i] = block_sum[i] + part[i];
+    }
+    [[unroll]] for (int i = 0; i < l_run.length(); ++i) l_run[i] = l_run[i] * alpha[i] + block_sum[i];
+    // O = diag(α)·O + P·V
+    [[unroll]] for (uint n = 0; n < DF; ++n) {
+      [[unroll]] for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha[i];
+    }
+    [[unroll]] for (uint kk = 0; kk < NB; ++kk) {
+      const FragA pa = FragA(s[kk]);
+      [[unroll]] for (uint n = 0; n < DF; ++n) {
+        FragB vb;
+        coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        o[n] = coopMatMulAdd(pa, vb, o[n]);
+      }
+    }
+  }
+  // O / l; lse = (m + log2 l)·ln 2 of each row, read from the warp's lse_s
+  Acc lse_acc;
+  [[unroll]] for (int i = 0; i < lse_acc.length(); ++i) lse_acc[i] = (m_run[i] + log2(l_run[i])) * LN2;
+  [[unroll]] for (uint n = 0; n < DF; ++n) {
+    [[unroll]] for (int i = 0; i < o[n].length(); ++i) o[n][i] = o[n][i] / l_run[i];
+  }
+  coopMatStore(lse_acc, lse_s, warp * F * F, F, ROW_MAJOR);
+  warp_sync();
+  for (uint r = gl_SubgroupInvocationID; r < F; r += SG) {
+    const uint qi = q0 + wr + r;
+    if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = lse_s[warp * F * F + r * F];
+  }
+  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v)
+}
+
 #elif MODE == 2
+#if !CM2
 const uint SP = BK + 8;  // f16 dS row stride (halves)
 shared float16_t ds_s[BQ * SP];  // each warp's F rows of dS
+#endif
 shared float idx_s[2 * F * F];   // the row- and column-index matrices
 shared float lse2_s[BQ];
 shared float delta_s[BQ];
@@ -366,8 +503,19 @@ void main() {
         const float p = (k0 + j <= qi && qi < pc.seq) ? exp2(s[i] * pc.scale_log2 - lse2_s[r]) : 0.0;
         s[i] = p * (dp[i] - delta_s[r]);
       }
+#if CM2
+      // dQ += dS·K at once, the fragments in order
+      const FragA da = FragA(s);
+      [[unroll]] for (uint dn = 0; dn < DF; ++dn) {
+        FragB kb_;
+        coopMatLoad(kb_, kv_s, (n * F * SH + dn * F) / 8, SH8, ROW_MAJOR);
+        dq[dn] = coopMatMulAdd(da, kb_, dq[dn]);
+      }
+#else
       coopMatStore(Acc16(s), ds_s, wr * SP + n * F, SP, ROW_MAJOR);
+#endif
     }
+#if !CM2
     warp_sync();
     [[unroll]] for (uint kk = 0; kk < BK / F; ++kk) {
       FragA da;
@@ -378,6 +526,7 @@ void main() {
         dq[n] = coopMatMulAdd(da, kb_, dq[n]);
       }
     }
+#endif
   }
   EPILOGUE(dq, dq4, row0, q0, pc.q_stride / 4, h * D / 4, v * pc.dk_scale)
 }
@@ -389,8 +538,10 @@ const uint SPQ = BQ + 8;  // Pᵀ, dSᵀ row stride (halves)
 // of the workgroup's BK keys at the start; the output's column chunks
 // (2·BK rows: dV, then dK) at the end.
 shared uvec4 qd_s[MAX3(2 * BQ * SH8, BK * SH8, 2 * BK * EPI_STRIDE / 4)];
+#if !CM2
 shared float16_t p_s[BK * SPQ];   // each warp's F key rows of Pᵀ
 shared float16_t ds_s[BK * SPQ];  // ... and of dSᵀ
+#endif
 shared float idx_s[2 * F * F];    // the row- and column-index matrices
 shared float lse2_s[BQ];
 shared float delta_s[BQ];
@@ -499,9 +650,22 @@ void main() {
         st[e] = p;
         dpt[e] = p * (dpt[e] - delta_s[i]);
       }
+#if CM2
+      // dV += Pᵀ·dO and dK += dSᵀ·Q at once, the fragments in order
+      const FragA pa = FragA(st), da = FragA(dpt);
+      [[unroll]] for (uint dn = 0; dn < DF; ++dn) {
+        FragB dob, qb_;
+        coopMatLoad(dob, qd_s, BQ * SH8 + (n * F * SH + dn * F) / 8, SH8, ROW_MAJOR);
+        coopMatLoad(qb_, qd_s, (n * F * SH + dn * F) / 8, SH8, ROW_MAJOR);
+        dv[dn] = coopMatMulAdd(pa, dob, dv[dn]);
+        dk[dn] = coopMatMulAdd(da, qb_, dk[dn]);
+      }
+#else
       coopMatStore(Acc16(st), p_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
       coopMatStore(Acc16(dpt), ds_s, wk * SPQ + n * F, SPQ, ROW_MAJOR);
+#endif
     }
+#if !CM2
     warp_sync();
     // dV += Pᵀ·dO, dK += dSᵀ·Q
     [[unroll]] for (uint kk = 0; kk < BQ / F; ++kk) {
@@ -516,6 +680,7 @@ void main() {
         dk[n] = coopMatMulAdd(da, qb_, dk[n]);
       }
     }
+#endif
   }
   // every warp's F keys: dV at rows wk.., dK at rows BK + wk.. of each chunk
   const uint ks4 = pc.kv_stride / 4;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,9 @@ std::vector<AttentionKernel> kernels_of(const Context& ctx, std::uint32_t head_d
   if (ops::attention_kernel_available(ctx, AttentionKernel::coopmat, head_dim)) {
     out.push_back(AttentionKernel::coopmat);
   }
+  if (ops::attention_kernel_available(ctx, AttentionKernel::coopmat2, head_dim)) {
+    out.push_back(AttentionKernel::coopmat2);
+  }
   return out;
 }
 
@@ -154,7 +158,7 @@ const AttentionDims kCases[] = {
 
 }  // namespace
 
-GPU_TEST("attention_forward matches the f64 reference on both kernels", "[attention]") {
+GPU_TEST("attention_forward matches the f64 reference on every kernel", "[attention]") {
   std::uint64_t seed = 9100;
   for (const AttentionDims& a : kCases) {
     const Inputs in = make_inputs(a, seed += 10);
@@ -167,7 +171,7 @@ GPU_TEST("attention_forward matches the f64 reference on both kernels", "[attent
   }
 }
 
-GPU_TEST("attention_backward matches the f64 reference on both kernels", "[attention]") {
+GPU_TEST("attention_backward matches the f64 reference on every kernel", "[attention]") {
   std::uint64_t seed = 9200;
   for (const AttentionDims& a : kCases) {
     const Inputs in = make_inputs(a, seed += 10);
@@ -289,6 +293,52 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
   CHECK(others_other_o == others);  // the block is used: the online softmax rescales per key block
 }
 
+GPU_TEST("attention coopmat2 matches the reference at each block; from the same o and lse its gradients are the "
+         "same bits at any block",
+         "[attention]") {
+  const AttentionDims a{.batch = 2, .seq = 100, .heads = 4, .kv_heads = 2, .head_dim = 64};
+  if (!ops::attention_kernel_available(ctx, AttentionKernel::coopmat2, a.head_dim)) {
+    SKIP("no VK_NV_cooperative_matrix2 conversions, reductions and per-element functions");
+  }
+  const Inputs in = make_inputs(a, 9470);
+  const vkt::AttentionRef want = vkt::attention_reference(a, in.q, in.k, in.v, &in.dout);
+  const float gscale = ops::AttentionOptions{}.gscale;
+  const Outputs coop = run_attention(ctx, a, in, AttentionKernel::coopmat, true);
+  auto as_double = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
+  std::optional<Outputs> first;  // coopmat's forward, coopmat2's backward at the first block that fits
+  for (std::uint32_t block : {32u, 64u, 16u}) {
+    INFO("block " << block);
+    Outputs got;
+    try {
+      got = run_attention(ctx, a, in, AttentionKernel::coopmat2, true, gscale, block);
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), ContainsSubstring("block = " + std::to_string(block) + " does not fit"));
+      continue;
+    }
+    check_forward(got, want, AttentionKernel::coopmat2);
+    check_backward(got, want, AttentionKernel::coopmat2);
+    Problem p(ctx, a, in);
+    Recorder rec(ctx);
+    rec.add(ops::attention_forward(ctx, p.q, p.k, p.v, p.o, p.lse, shape_of(a), {.kernel = AttentionKernel::coopmat}));
+    rec.add(ops::attention_backward(ctx, p.q, p.k, p.v, p.o, p.lse, p.dout, p.dq, p.dk, p.dv, shape_of(a),
+                                    {.kernel = AttentionKernel::coopmat2, .block = block}));
+    rec.run();
+    const Outputs mixed = p.download(true);
+    // within the f16 tolerance of coopmat's gradients from the same o and lse
+    check_close("dq", mixed.dq, as_double(coop.dq), 4e-3);
+    check_close("dk", mixed.dk, as_double(coop.dk), 4e-3);
+    check_close("dv", mixed.dv, as_double(coop.dv), 4e-3);
+    if (!first) {
+      first = mixed;
+      continue;
+    }
+    for (auto member : {&Outputs::dq, &Outputs::dk, &Outputs::dv}) {
+      CHECK(vkt::count_bit_diffs(mixed.*member, (*first).*member) == 0);
+    }
+  }
+  CHECK(first.has_value());  // some block fits
+}
+
 GPU_TEST("attention coopmat: prefetching the next block gives the same bits as staging each block", "[attention]") {
   // head_dim 64, every block that fits. (At 128 lavapipe's compiler takes
   // minutes over the prefetching kernels' register arrays, 32 vectors per
@@ -348,12 +398,17 @@ GPU_TEST("attention gives the same bits run after run", "[attention]") {
   }
 }
 
-GPU_TEST("attention takes cooperative matrices as the GEMM policy says", "[attention]") {
+GPU_TEST("attention takes cooperative matrices as the GEMM policy says, coopmat2 where the device has it",
+         "[attention]") {
   const bool coop = ops::attention_kernel_available(ctx, AttentionKernel::coopmat, 64);
+  const bool coop2 = ops::attention_kernel_available(ctx, AttentionKernel::coopmat2, 64);
+  CHECK(coop2 == (coop && ctx.caps().coopmat2_subgroup_ops));
   GemmPolicy on, off;
   off.coopmat = false;
   vkt::with_gemm_policy(on, [&](Context& c) {
-    CHECK(ops::attention_kernel_for(c, 64) == (coop ? AttentionKernel::coopmat : AttentionKernel::plain));
+    CHECK(ops::attention_kernel_for(c, 64) == (coop2  ? AttentionKernel::coopmat2
+                                               : coop ? AttentionKernel::coopmat
+                                                      : AttentionKernel::plain));
   });
   vkt::with_gemm_policy(off, [&](Context& c) {
     CHECK(ops::attention_kernel_for(c, 64) == AttentionKernel::plain);
@@ -383,7 +438,12 @@ TEST_CASE("attention tiles fit an H100's caps and Vulkan's minimum shared memory
     INFO("head_dim " << d);
     CHECK(ops::attention_kernel_available(h100, AttentionKernel::plain, d));
     CHECK(ops::attention_kernel_available(h100, AttentionKernel::coopmat, d));
+    CHECK_FALSE(ops::attention_kernel_available(h100, AttentionKernel::coopmat2, d));  // no subgroup ops
   }
+  // VK_NV_cooperative_matrix2's subgroup operations: coopmat2 where coopmat fits
+  Caps h100_cm2 = h100;
+  h100_cm2.coopmat2_subgroup_ops = true;
+  for (std::uint32_t d : {32u, 64u, 96u, 128u}) CHECK(ops::attention_kernel_available(h100_cm2, AttentionKernel::coopmat2, d));
   // the backward stores P and dS as f16 accumulators: none of 16×16, no coopmat
   Caps no_f16_acc = h100;
   no_f16_acc.coopmat_shapes.pop_back();

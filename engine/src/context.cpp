@@ -228,6 +228,17 @@ static bool query_coopmat2(VkPhysicalDevice physical, Caps& c) {
   return !c.coopmat2_f16_shapes.empty();
 }
 
+// VK_NV_cooperative_matrix2's conversions, reductions and per-element
+// operations (on any scope the device has).
+static bool query_coopmat2_subgroup_ops(VkPhysicalDevice physical) {
+  if (!has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(physical, &f2);
+  return f.cooperativeMatrixConversions && f.cooperativeMatrixReductions && f.cooperativeMatrixPerElementOperations;
+}
+
 Caps query_caps(VkPhysicalDevice physical) {
   Caps c;
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -273,6 +284,7 @@ Caps query_caps(VkPhysicalDevice physical) {
   c.timestamps = families[compute_queue_family(physical)].timestampValidBits > 0 && p.limits.timestampPeriod > 0;
 
   c.coopmat2 = query_coopmat2(physical, c);
+  c.coopmat2_subgroup_ops = query_coopmat2_subgroup_ops(physical);
   c.kernel_statistics = has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   c.host_memory_import = has_device_extension(physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   if (c.host_memory_import) {
@@ -526,16 +538,26 @@ void ContextImpl::create_device(bool want_kernel_statistics) {
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV coop2{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
   const bool use_coop2 = use_coop && caps.coopmat2;
-  if (use_coop2) {
+  const bool use_coop2_ops = use_coop && caps.coopmat2_subgroup_ops;
+  if (use_coop2 || use_coop2_ops) {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+    coop.pNext = &coop2;
+  }
+  if (use_coop2) {
     coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
     coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
     coop2.cooperativeMatrixTensorAddressing = VK_TRUE;
     coop2.cooperativeMatrixBlockLoads = VK_TRUE;
-    coop.pNext = &coop2;
     v12.bufferDeviceAddress = VK_TRUE;
   }
+  // The coopmat2 attention kernels (glsl/attention_coopmat.comp, CM2).
+  if (use_coop2_ops) {
+    coop2.cooperativeMatrixConversions = VK_TRUE;
+    coop2.cooperativeMatrixReductions = VK_TRUE;
+    coop2.cooperativeMatrixPerElementOperations = VK_TRUE;
+  }
   caps.coopmat2 = use_coop2;
+  caps.coopmat2_subgroup_ops = use_coop2_ops;
   if (!use_coop2) caps.coopmat2_f16_shapes.clear();
   // Compiler statistics (vkblr/kernel_stats.hpp), only when asked for.
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR stats{

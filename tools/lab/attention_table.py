@@ -6,7 +6,8 @@
 # the best of PyTorch's forward + backward rates (over dtypes and ways),
 # the milliseconds of each pass, and the kernels' register and shared
 # memory statistics where the driver gave them. Where the call wrote them,
-# DIR/attention-vkblr-plain.json (the plain kernel, ops-checks.sh) and
+# DIR/attention-vkblr-plain.json (the plain kernel, ops-checks.sh),
+# DIR/attention-vkblr-coopmat2.json (--kernel coopmat2) and
 # DIR/attention-old.json (an older build's vkblr-bench, open-checks.sh)
 # add their rows, the older build's marked "old".
 import json, os, sys
@@ -20,7 +21,7 @@ def load(name):
 t = load("attention-torch.json")
 # (file, label, required): the main run, then the optional ones where the call wrote them
 sources = [("attention-vkblr.json", "", True), ("attention-vkblr-plain.json", "", False),
-           ("attention-old.json", "old ", False)]
+           ("attention-vkblr-coopmat2.json", "", False), ("attention-old.json", "old ", False)]
 runs = [(load(f) or {}, label) for f, label, required in sources
         if required or os.path.exists(os.path.join(out, f))]
 best = {}  # (B, T, H, KVH, D) -> PyTorch's best forward + backward TFLOP/s over dtypes and ways

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
                    "reference model, Qwen-0.5B- and Llama-8B-class)")
       ->check(strict(bench::parse_attention_case, "B,T,H,KVH,D"));
   attention->add_option("--kernel", attention_kernel, "the kernel (automatic: the library's choice)")
-      ->check(CLI::IsMember({"automatic", "plain", "coopmat"}));
+      ->check(CLI::IsMember({"automatic", "plain", "coopmat", "coopmat2"}));
   attention->add_option("--reps", aopt.reps, "timed repetitions (>= 5)")->check(CLI::Range(5u, 100000u));
   attention->add_option("--warmup", aopt.warmup, "untimed runs of the whole batch first")
       ->check(CLI::Range(0u, 100000u));
@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
     if (attention->parsed()) {
       aopt.kernel = attention_kernel == "plain"     ? vkblr::ops::AttentionKernel::plain
                     : attention_kernel == "coopmat" ? vkblr::ops::AttentionKernel::coopmat
+                    : attention_kernel == "coopmat2" ? vkblr::ops::AttentionKernel::coopmat2
                                                     : vkblr::ops::AttentionKernel::automatic;
       for (const std::string& p : attention_prefetch) {
         aopt.prefetches.push_back(p == "on"    ? vkblr::ops::AttentionPrefetch::on

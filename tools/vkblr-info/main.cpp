@@ -55,6 +55,7 @@ nlohmann::json to_json(const vkblr::Caps& c) {
       {"host_import_alignment", c.host_import_alignment},
       {"cooperative_matrix", !c.coopmat_shapes.empty()},
       {"cooperative_matrix2_nv", c.coopmat2},
+      {"cooperative_matrix2_subgroup_ops", c.coopmat2_subgroup_ops},
       {"cooperative_matrix2_f16_workgroup_shapes", flexible},
       {"cooperative_matrix2_max_workgroup_size", c.coopmat2_max_workgroup_size},
       {"cooperative_matrix2_max_dimension", c.coopmat2_max_dimension},
@@ -88,6 +89,9 @@ std::string to_text(std::size_t index, const vkblr::Caps& c) {
                        m.result_type, m.saturating ? " (saturating)" : "");
     }
     if (const auto f = c.f16_fragment()) s += std::format("  GEMM fragment: {}×{}×{} f16 -> f32\n", f->m, f->n, f->k);
+  }
+  if (c.coopmat2_subgroup_ops) {
+    s += "  VK_NV_cooperative_matrix2 on subgroup matrices: conversions, row reductions, per-element functions\n";
   }
   if (c.coopmat2) {
     s += std::format("  VK_NV_cooperative_matrix2: workgroups up to {} invocations, matrices up to {}, "

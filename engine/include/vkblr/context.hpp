@@ -78,6 +78,10 @@ struct Caps {
     std::uint32_t m = 0, n = 0, k = 0, invocations = 0;
   };
   std::vector<FlexibleShape> coopmat2_f16_shapes;
+  // VK_NV_cooperative_matrix2's operations on subgroup-scope matrices
+  // enabled: conversions (accumulator -> A), row reductions and per-element
+  // functions (the coopmat2 attention kernels). Independent of `coopmat2`.
+  bool coopmat2_subgroup_ops = false;
   std::vector<CoopMatShape> coopmat_shapes;
   // Kernels keep their compiler statistics (ContextOptions::kernel_statistics
   // asked for them and the device has VK_KHR_pipeline_executable_properties);

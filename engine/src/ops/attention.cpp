@@ -32,14 +32,21 @@ enum class Pass { forward, dkdv, dq };
 
 // Each pass's kernel on the two paths, and the name the profiler shows (by Pass).
 struct PassKernels {
-  detail::KernelId plain, coopmat;
+  detail::KernelId plain, coopmat, coopmat2;
   const char* name;
 };
 constexpr PassKernels kPassKernels[] = {
-    {detail::KernelId::attention_fwd_plain, detail::KernelId::attention_fwd_coopmat, "attention_fwd"},
-    {detail::KernelId::attention_dkdv_plain, detail::KernelId::attention_dkdv_coopmat, "attention_dkdv"},
-    {detail::KernelId::attention_dq_plain, detail::KernelId::attention_dq_coopmat, "attention_dq"},
+    {detail::KernelId::attention_fwd_plain, detail::KernelId::attention_fwd_coopmat,
+     detail::KernelId::attention_fwd_coopmat2, "attention_fwd"},
+    {detail::KernelId::attention_dkdv_plain, detail::KernelId::attention_dkdv_coopmat,
+     detail::KernelId::attention_dkdv_coopmat2, "attention_dkdv"},
+    {detail::KernelId::attention_dq_plain, detail::KernelId::attention_dq_coopmat,
+     detail::KernelId::attention_dq_coopmat2, "attention_dq"},
 };
+
+bool on_coopmat(AttentionKernel kernel) {
+  return kernel == AttentionKernel::coopmat || kernel == AttentionKernel::coopmat2;
+}
 
 // A checked shape.
 struct Dims {
@@ -152,16 +159,25 @@ bool f16_accumulator(const Caps& caps, std::uint32_t f) {
 }
 
 // The blocks a coopmat tile may take, in the order the automatic choice
-// tries them for the forward and dK/dV: 32 first (the fastest on an H100),
-// then the longest that fits; dq tries 16 first (its fastest on an H100,
-// head_dim 64 and 128).
+// tries them (the fastest on an H100 first, docs/benchmarks.md): the
+// forward and dK/dV 32, then the longest that fits; dq 16 (head_dim 64 and
+// 128); coopmat2's dK/dV at head_dim <= 64: 64.
 constexpr std::uint32_t kCoopBlocks[] = {32, 64, 16};
 constexpr std::uint32_t kCoopBlocksDq[] = {16, 32, 64};
+constexpr std::uint32_t kCoop2BlocksDkdv64[] = {64, 32, 16};
 
-// The tile of `pass` (the shader's shared arrays, in bytes, mirrored) with
+std::span<const std::uint32_t> block_order(Pass pass, AttentionKernel kernel, std::uint32_t d) {
+  if (pass == Pass::dq) return kCoopBlocksDq;
+  if (pass == Pass::dkdv && kernel == AttentionKernel::coopmat2 && d <= 64) return kCoop2BlocksDkdv64;
+  return kCoopBlocks;
+}
+
+// The tile of `pass` on `kernel` (coopmat or coopmat2; the KHR kernel's
+// shared arrays, in bytes, mirrored: coopmat2 needs at most as much) with
 // `block` (0: the first of the pass's blocks that fits), or nothing when it
 // does not fit the device.
-std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, std::uint32_t block_asked = 0) {
+std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, AttentionKernel kernel, std::uint32_t d,
+                                  std::uint32_t block_asked = 0) {
   const auto frag = caps.f16_fragment();
   if (!caps.coopmat || !frag || frag->m != frag->n || frag->n != frag->k) return std::nullopt;
   const std::uint32_t f = frag->m, sg = caps.subgroup_size;
@@ -171,8 +187,7 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
   }
   const std::uint64_t sh8 = (d + 8) / 8;
   const std::uint64_t index_matrices = 4ull * 2 * f * f;
-  for (std::uint32_t block : pass == Pass::dq ? std::span<const std::uint32_t>(kCoopBlocksDq)
-                                               : std::span<const std::uint32_t>(kCoopBlocks)) {
+  for (std::uint32_t block : block_order(pass, kernel, d)) {
     if (block % f != 0 || (block_asked != 0 && block != block_asked)) continue;
     CoopTile t;
     t.f = f;
@@ -204,8 +219,11 @@ std::optional<CoopTile> coop_tile(const Caps& caps, Pass pass, std::uint32_t d, 
 bool coopmat_allowed(const Context& ctx) { return ctx.gemm_policy().coopmat; }
 
 bool coopmat_fits(const Caps& caps, std::uint32_t d) {
-  return coop_tile(caps, Pass::forward, d) && coop_tile(caps, Pass::dkdv, d) && coop_tile(caps, Pass::dq, d);
+  const AttentionKernel k = AttentionKernel::coopmat;
+  return coop_tile(caps, Pass::forward, k, d) && coop_tile(caps, Pass::dkdv, k, d) && coop_tile(caps, Pass::dq, k, d);
 }
+
+bool coopmat2_fits(const Caps& caps, std::uint32_t d) { return caps.coopmat2_subgroup_ops && coopmat_fits(caps, d); }
 
 AttentionKernel choose_kernel(const char* op, const Context& ctx, const AttentionShape& s, AttentionKernel asked) {
   const Caps& caps = ctx.caps();
@@ -215,6 +233,12 @@ AttentionKernel choose_kernel(const char* op, const Context& ctx, const Attentio
             "{}: device {} cannot run the cooperative-matrix kernels for head_dim = {} (no square f16 fragment "
             "dividing it with f16 accumulators of its shape, or its tiles exceed {} bytes of shared memory)",
             op, caps.device_name, s.head_dim, caps.max_shared_memory);
+  }
+  if (asked == AttentionKernel::coopmat2) {
+    require(coopmat2_fits(caps, s.head_dim),
+            "{}: device {} cannot run the coopmat2 kernels for head_dim = {} (no VK_NV_cooperative_matrix2 "
+            "conversions, reductions and per-element functions, or the coopmat kernels do not fit)",
+            op, caps.device_name, s.head_dim);
   }
   return asked;
 }
@@ -276,7 +300,7 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     spec = {{ATTN_SPEC_WG_SIZE, kPlainTpr * *b}, {ATTN_SPEC_D, s.head_dim}, {ATTN_SPEC_BQ, *b}};
     block = *b;
   } else {
-    const std::optional<CoopTile> t = coop_tile(caps, pass, s.head_dim, coop_block);
+    const std::optional<CoopTile> t = coop_tile(caps, pass, kernel, s.head_dim, coop_block);
     require(t.has_value() || coop_block == 0,
             "{}: block = {} does not fit device {} for head_dim = {} (not a multiple of its fragment side, or the "
             "tile exceeds {} bytes of shared memory)",
@@ -289,7 +313,9 @@ Dispatch attention_dispatch(const char* op, Context& ctx, AttentionKernel kernel
     block = pass == Pass::dkdv ? t->bk : t->bq;
   }
   const PassKernels& kernels = kPassKernels[static_cast<std::size_t>(pass)];
-  const detail::KernelId id = kernel == AttentionKernel::plain ? kernels.plain : kernels.coopmat;
+  const detail::KernelId id = kernel == AttentionKernel::plain     ? kernels.plain
+                              : kernel == AttentionKernel::coopmat2 ? kernels.coopmat2
+                                                                    : kernels.coopmat;
   Dispatch d = detail::make_dispatch(ctx, id, kernels.name, std::span<const SpecConstant>(spec), options);
   const std::uint32_t blocks = detail::ceil_div(s.seq, block);
   require(blocks <= caps.max_workgroup_count[0], "{}: seq = {} needs {} blocks, the device allows {}", op, s.seq,
@@ -341,13 +367,16 @@ const char* to_string(AttentionKernel kernel) noexcept {
       return "plain";
     case AttentionKernel::coopmat:
       return "coopmat";
+    case AttentionKernel::coopmat2:
+      return "coopmat2";
   }
   return "?";
 }
 
 AttentionKernel attention_kernel_for(const Context& ctx, std::uint32_t head_dim) {
-  return coopmat_allowed(ctx) && coopmat_fits(ctx.caps(), head_dim) ? AttentionKernel::coopmat
-                                                                      : AttentionKernel::plain;
+  if (!coopmat_allowed(ctx)) return AttentionKernel::plain;
+  if (coopmat2_fits(ctx.caps(), head_dim)) return AttentionKernel::coopmat2;
+  return coopmat_fits(ctx.caps(), head_dim) ? AttentionKernel::coopmat : AttentionKernel::plain;
 }
 
 bool attention_kernel_available(const Context& ctx, AttentionKernel kernel, std::uint32_t head_dim) {
@@ -363,6 +392,8 @@ bool attention_kernel_available(const Caps& caps, AttentionKernel kernel, std::u
              plain_rows(caps, Pass::dq, head_dim);
     case AttentionKernel::coopmat:
       return coopmat_fits(caps, head_dim);
+    case AttentionKernel::coopmat2:
+      return coopmat2_fits(caps, head_dim);
   }
   return false;
 }
@@ -385,7 +416,7 @@ Ops attention_forward(Context& ctx, const Buffer& q, const Buffer& k, const Buff
   Ops ops;
   Dispatch fwd = attention_dispatch(op, ctx, kernel, Pass::forward, shape, options.block, options.prefetch);
   fwd.set_push(push_of(shape, d, 1.0f));
-  if (kernel == AttentionKernel::coopmat) {
+  if (on_coopmat(kernel)) {
     const Staged st = stage_f16(ctx, ops, d, q, k, v, nullptr, 1.0f);
     fwd.bind(0, st.q, Access::read).bind(1, st.k, Access::read).bind(2, st.v, Access::read);
   } else {
@@ -417,11 +448,11 @@ Ops attention_backward(Context& ctx, const Buffer& q, const Buffer& k, const Buf
   const AttentionKernel kernel = choose_kernel(op, ctx, shape, options.kernel);
   check_block(op, options.block);
   check_prefetch(op, options.prefetch);
-  const float gscale = kernel == AttentionKernel::coopmat ? options.gscale : 1.0f;
+  const float gscale = on_coopmat(kernel) ? options.gscale : 1.0f;
   const AttentionPush p = push_of(shape, d, gscale);
   Ops ops;
   std::optional<Staged> st;
-  if (kernel == AttentionKernel::coopmat) st = stage_f16(ctx, ops, d, q, k, v, &dout, gscale);
+  if (on_coopmat(kernel)) st = stage_f16(ctx, ops, d, q, k, v, &dout, gscale);
 
   const Transient delta = make_transient(lse_bytes);
   const std::uint32_t delta_spec[] = {shape.head_dim / 4};

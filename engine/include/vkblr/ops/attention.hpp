@@ -42,7 +42,12 @@
 
 namespace vkblr::ops {
 
-enum class AttentionKernel : std::uint32_t { automatic = 0, plain = 1, coopmat = 2 };
+// coopmat2: the coopmat kernels on VK_NV_cooperative_matrix2's conversions,
+// row reductions and per-element functions (Caps::coopmat2_subgroup_ops):
+// P and dS stay in registers. The same tiles, options and accuracy as
+// coopmat, other bits (the softmax's row sums in another order; the
+// gradients agree with coopmat's within the f16 tolerance).
+enum class AttentionKernel : std::uint32_t { automatic = 0, plain = 1, coopmat = 2, coopmat2 = 3 };
 const char* to_string(AttentionKernel kernel) noexcept;
 
 // Coopmat kernel: whether each pass loads its next block's tiles into
@@ -87,8 +92,8 @@ struct AttentionOptions {
 // The kernel `automatic` runs on this context for head_dim (plain or
 // coopmat).
 AttentionKernel attention_kernel_for(const Context& ctx, std::uint32_t head_dim);
-// Whether the device can run `kernel` (plain or coopmat, whatever the GEMM
-// policy says) for head_dim; automatic: true.
+// Whether the device can run `kernel` (plain, coopmat or coopmat2, whatever
+// the GEMM policy says) for head_dim; automatic: true.
 bool attention_kernel_available(const Context& ctx, AttentionKernel kernel, std::uint32_t head_dim);
 // The same on a device's caps (list_devices()). The plain kernel's
 // smallest tiles (8 rows) need about 17.5 KB of shared memory for the
