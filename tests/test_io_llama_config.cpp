@@ -104,7 +104,20 @@ TEST_CASE("llama config: defaults, and a Qwen-0.5B-shaped model with a tied head
   q["torch_dtype"] = "bfloat16";
   const LlamaConfig c = parse_llama_config(q.dump(), "cfg.json");
   CHECK(c.kv_size() == 128);
+  CHECK(c.rope_theta == 1000000.0);
   CHECK(c.torch_dtype == "bfloat16");
+  // transformers 5 writes the same as rope_parameters and dtype
+  Json q5 = q;
+  q5.erase("rope_theta");
+  q5.erase("torch_dtype");
+  q5["rope_parameters"] = Json{{"rope_theta", 1000000.0}, {"rope_type", "default"}};
+  q5["dtype"] = "bfloat16";
+  const LlamaConfig c5 = parse_llama_config(q5.dump(), "cfg.json");
+  CHECK(c5.rope_theta == 1000000.0);
+  CHECK(c5.torch_dtype == "bfloat16");
+  q5["rope_theta"] = 1000000.0;  // both forms, agreeing
+  q5["torch_dtype"] = "bfloat16";
+  CHECK(parse_llama_config(q5.dump(), "cfg.json").rope_theta == 1000000.0);
   const auto params = llama_parameters(c);
   CHECK(params.back().name == "model.norm.weight");  // tied: no lm_head
   std::uint64_t total = 0;
@@ -144,6 +157,18 @@ TEST_CASE("llama config: what is missing, mistyped, out of range or not implemen
              ContainsSubstring("'rope_scaling' is {"));
   CHECK_THAT(refusal(with("sliding_window", 4096)), ContainsSubstring("'sliding_window' is 4096"));
   CHECK_THAT(refusal(with("torch_dtype", "int8")), ContainsSubstring("'torch_dtype' is 'int8'"));
+  CHECK_THAT(refusal(with("dtype", "int8")), ContainsSubstring("'dtype' is 'int8'"));
+  CHECK_THAT(refusal(with("dtype", "bfloat16")),
+             ContainsSubstring("cfg.json: 'torch_dtype' 'float32' and 'dtype' 'bfloat16' disagree"));
+  CHECK_THAT(refusal(with("rope_parameters", Json{{"rope_type", "llama3"}, {"rope_theta", 5e5}})),
+             ContainsSubstring("'rope_parameters.rope_type' is \"llama3\": rotary scaling is not implemented"));
+  CHECK_THAT(refusal(with("rope_parameters", Json{{"rope_theta", 1e4}, {"factor", 8.0}})),
+             ContainsSubstring("'rope_parameters.factor' is 8.0: rotary scaling is not implemented"));
+  CHECK_THAT(refusal(with("rope_parameters", Json{{"rope_theta", 5e5}})),
+             ContainsSubstring("cfg.json: 'rope_theta' 10000 and 'rope_parameters.rope_theta' 5e+05 disagree"));
+  CHECK_THAT(refusal(with("rope_parameters", Json{{"rope_theta", -1.0}})),
+             ContainsSubstring("'rope_parameters.rope_theta' is -1, want a positive"));
+  CHECK_THAT(refusal(with("rope_parameters", 3)), ContainsSubstring("'rope_parameters' is 3 (a number), want an object"));
   Json no_head_dim = with("hidden_size", 500);
   no_head_dim.erase("head_dim");
   CHECK_THAT(refusal(no_head_dim), ContainsSubstring("'hidden_size' 500 is not a multiple of 'num_attention_heads' 8"));

@@ -32,8 +32,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tools", "model"))
-from checkpoint import load_checkpoint  # noqa: E402
+from checkpoint import load_checkpoint, read_config  # noqa: E402
 from evaluate import window_plan  # noqa: E402
+from llama import ConfigError  # noqa: E402
 from load_blr import layer_bits, read_blr_model, replace_linear_weights  # noqa: E402
 from model_fixture import make_fake_deb  # noqa: E402
 from safetensors_file import SafetensorsFile, write_safetensors  # noqa: E402
@@ -251,6 +252,24 @@ def test_sequential_calibration():
          "seq/block0/blr.safetensors", "--blr", "seq/block1/blr.safetensors", "--json", "seq-eval.json")
     check(load_json("seq-eval.json")["blr"]["loss_nats"] == report["evaluation"]["blr"]["loss_nats"],
           "the sequential report's evaluation is not evaluate.py's on its two model files")
+
+
+def test_a_transformers_5_config_is_read():
+    # transformers 5 saves rope_theta inside rope_parameters (with rope_type) and dtype for torch_dtype
+    config = load_json("ref/config.json")
+    t5 = os.path.join(WORK, "t5")
+    os.makedirs(t5, exist_ok=True)
+
+    def read_with(**changes):
+        with open(os.path.join(t5, "config.json"), "w") as f:
+            json.dump({k: v for k, v in {**config, **changes}.items() if v is not None}, f)
+        return read_config(t5)
+    nested = {"rope_theta": config["rope_theta"], "rope_type": "default"}
+    check(read_with(rope_theta=None, torch_dtype=None, dtype="float32", rope_parameters=nested) == read_config(REF),
+          "the transformers 5 form reads as the transformers 4 form")
+    raises(lambda: read_with(rope_parameters={"rope_theta": 5e5, "rope_type": "default"}), "disagree", ConfigError)
+    raises(lambda: read_with(rope_theta=None, rope_parameters={"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0}),
+           "this model has plain rotary positions", ConfigError)
 
 
 def test_bad_inputs_are_refused():

@@ -61,6 +61,16 @@ def read_config(directory: str) -> LlamaConfig:
         raise ConfigError(f"{path}: not JSON: {e}") from None
     if not isinstance(d, dict):
         raise ConfigError(f"{path}: not a JSON object")
+    rope = d.get("rope_parameters")  # transformers 5 writes rope_theta here, beside rope_type
+    if rope is not None:
+        if not isinstance(rope, dict) or any(k not in ("rope_theta", "rope_type") for k in rope) \
+                or rope.get("rope_type", "default") != "default":
+            raise ConfigError(f"{path}: rope_parameters = {rope!r}; this model has plain rotary positions")
+        if "rope_theta" in rope:
+            if "rope_theta" in d and d["rope_theta"] != rope["rope_theta"]:
+                raise ConfigError(f"{path}: rope_theta {d['rope_theta']!r} and rope_parameters.rope_theta "
+                                  f"{rope['rope_theta']!r} disagree")
+            d["rope_theta"] = rope["rope_theta"]
     for key, want in _FIXED.items():
         if key in d and d[key] != want:
             raise ConfigError(f"{path}: {key} = {d[key]!r}; this model has {want!r}")

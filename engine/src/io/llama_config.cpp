@@ -1,8 +1,9 @@
 #include "vkblr/io/llama_config.hpp"
 
-#include <array>
 #include <cmath>
 #include <format>
+#include <optional>
+#include <string>
 
 #include "vkblr/error.hpp"
 #include "vkblr/io/binary_file.hpp"
@@ -56,6 +57,49 @@ void refuse_unless_off(const JsonField& object, std::string_view key, std::strin
   if (!off) fail("{} is {}: {}", field.label(), json_excerpt(value), why);
 }
 
+// The rotary base: 'rope_theta' (transformers 4) or
+// 'rope_parameters.rope_theta' (transformers 5, beside its 'rope_type');
+// both given must agree. Absent: Llama's 10000. Scaling (a rope_type other
+// than "default", or any other member) is refused.
+double rope_theta_of(const JsonField& root, std::string_view where) {
+  std::optional<double> theta;
+  if (root.contains("rope_theta")) theta = positive(root, "rope_theta");
+  if (root.contains("rope_parameters") && !root["rope_parameters"].value().is_null()) {
+    const JsonField rp = root["rope_parameters"];
+    rp.require_object();
+    for (const auto& [key, value] : rp.value().items()) {
+      if (key == "rope_theta") continue;
+      if (key == "rope_type" && rp[key].string() == "default") continue;
+      fail("{} is {}: rotary scaling is not implemented (plain rotary positions only)", rp[key].label(),
+           json_excerpt(value));
+    }
+    if (rp.contains("rope_theta")) {
+      const double nested = positive(rp, "rope_theta");
+      if (theta && *theta != nested) {
+        fail("{}: 'rope_theta' {} and 'rope_parameters.rope_theta' {} disagree", where, *theta, nested);
+      }
+      theta = nested;
+    }
+  }
+  return theta.value_or(10000.0);
+}
+
+// The checkpoint's dtype: 'torch_dtype' (transformers 4) or 'dtype'
+// (transformers 5); both given must agree. Absent: float32.
+std::string dtype_of(const JsonField& root, std::string_view where) {
+  std::optional<std::string> dtype;
+  for (std::string_view key : {"torch_dtype", "dtype"}) {
+    if (!root.contains(key) || root[key].value().is_null()) continue;
+    const std::string d = root[key].string();
+    if (d != "float32" && d != "bfloat16" && d != "float16") {
+      fail("{} is '{}', want 'float32', 'bfloat16' or 'float16'", root[key].label(), d);
+    }
+    if (dtype && *dtype != d) fail("{}: 'torch_dtype' '{}' and 'dtype' '{}' disagree", where, *dtype, d);
+    dtype = d;
+  }
+  return dtype.value_or("float32");
+}
+
 }  // namespace
 
 LlamaConfig parse_llama_config(std::string_view json_text, std::string_view where) {
@@ -94,7 +138,7 @@ LlamaConfig parse_llama_config(std::string_view json_text, std::string_view wher
                                                                : c.num_attention_heads;
   c.max_position_embeddings = side(root, "max_position_embeddings");
   c.rms_norm_eps = positive(root, "rms_norm_eps");
-  c.rope_theta = root.contains("rope_theta") ? positive(root, "rope_theta") : 10000.0;
+  c.rope_theta = rope_theta_of(root, where);
   c.tie_word_embeddings = boolean_or(root, "tie_word_embeddings", false);
 
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
@@ -116,13 +160,7 @@ LlamaConfig parse_llama_config(std::string_view json_text, std::string_view wher
          static_cast<std::uint64_t>(c.num_attention_heads) * c.head_dim, kMaxSide);
   }
 
-  c.torch_dtype = root.contains("torch_dtype") ? root["torch_dtype"].string() : "float32";
-  constexpr std::array<std::string_view, 3> kDtypes{"float32", "bfloat16", "float16"};
-  bool known = false;
-  for (std::string_view d : kDtypes) known = known || c.torch_dtype == d;
-  if (!known) {
-    fail("{} is '{}', want 'float32', 'bfloat16' or 'float16'", root["torch_dtype"].label(), c.torch_dtype);
-  }
+  c.torch_dtype = dtype_of(root, where);
   return c;
 }
 

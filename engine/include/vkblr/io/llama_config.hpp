@@ -7,7 +7,10 @@
 // residual add], a final RMSNorm and the output head (tied to the
 // embedding when tie_word_embeddings). What vkblr does not implement is
 // refused, naming the field: biases (attention_bias, mlp_bias), an
-// activation other than silu, rope_scaling, sliding windows.
+// activation other than silu, rope_scaling, sliding windows. Both
+// transformers 4's fields and transformers 5's are read: rope_theta at the
+// top or inside rope_parameters (with rope_type "default"), torch_dtype or
+// dtype; where both forms are given they must agree.
 //
 // Parameter names are Hugging Face's (`model.embed_tokens.weight`,
 // `model.layers.N.self_attn.q_proj.weight`, ..., `model.norm.weight`,
@@ -32,9 +35,9 @@ struct LlamaConfig {
   std::uint32_t head_dim = 0;             // hidden_size / num_attention_heads unless given
   std::uint32_t max_position_embeddings = 0;
   double rms_norm_eps = 0;
-  double rope_theta = 0;
+  double rope_theta = 0;  // 10000 when absent
   bool tie_word_embeddings = false;
-  std::string torch_dtype;  // "float32", "bfloat16" or "float16" ("float32" when absent)
+  std::string torch_dtype;  // torch_dtype or dtype: "float32", "bfloat16" or "float16" ("float32" when absent)
 
   std::uint32_t q_size() const { return num_attention_heads * head_dim; }
   std::uint32_t kv_size() const { return num_key_value_heads * head_dim; }
