@@ -92,6 +92,31 @@ Outputs run_attention(Context& ctx, const AttentionDims& a, const Inputs& in, At
   return p.download(backward);
 }
 
+// run_attention at a forced block, or nothing where the block does not fit
+// the device (the refusal checked to say so).
+std::optional<Outputs> run_at_block(Context& ctx, const AttentionDims& a, const Inputs& in, AttentionKernel kernel,
+                                    std::uint32_t block) {
+  try {
+    return run_attention(ctx, a, in, kernel, true, ops::AttentionOptions{}.gscale, block);
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), ContainsSubstring("block = " + std::to_string(block) + " does not fit"));
+    return std::nullopt;
+  }
+}
+
+// dq, dk, dv of `kernel`'s backward at `block` from coopmat's o and lse
+// (its automatic block).
+Outputs backward_after_coopmat(Context& ctx, const AttentionDims& a, const Inputs& in, AttentionKernel kernel,
+                               std::uint32_t block) {
+  Problem p(ctx, a, in);
+  Recorder rec(ctx);
+  rec.add(ops::attention_forward(ctx, p.q, p.k, p.v, p.o, p.lse, shape_of(a), {.kernel = AttentionKernel::coopmat}));
+  rec.add(ops::attention_backward(ctx, p.q, p.k, p.v, p.o, p.lse, p.dout, p.dq, p.dk, p.dv, shape_of(a),
+                                  {.kernel = kernel, .block = block}));
+  rec.run();
+  return p.download(true);
+}
+
 // max |got − want| / max |want| (NaN anywhere: infinity).
 double max_error(const std::vector<float>& got, const std::vector<double>& want) {
   double err = 0, mag = 0;
@@ -253,19 +278,14 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
   if (!ops::attention_kernel_available(ctx, AttentionKernel::coopmat, a.head_dim)) SKIP("no cooperative matrices");
   const Inputs in = make_inputs(a, 9450);
   const vkt::AttentionRef want = vkt::attention_reference(a, in.q, in.k, in.v, &in.dout);
-  const float gscale = ops::AttentionOptions{}.gscale;
   const Outputs automatic = run_attention(ctx, a, in, AttentionKernel::coopmat, true);
   bool first = true;  // blocks in the automatic choice's order (AttentionOptions::block)
   int others = 0, others_other_o = 0;  // other blocks that fit; of them, those whose o differs in bits
   for (std::uint32_t block : {32u, 64u, 16u}) {
     INFO("block " << block);
-    Outputs got;
-    try {
-      got = run_attention(ctx, a, in, AttentionKernel::coopmat, true, gscale, block);
-    } catch (const Error& e) {
-      CHECK_THAT(e.what(), ContainsSubstring("block = " + std::to_string(block) + " does not fit"));
-      continue;
-    }
+    const std::optional<Outputs> fits = run_at_block(ctx, a, in, AttentionKernel::coopmat, block);
+    if (!fits) continue;
+    const Outputs& got = *fits;
     check_forward(got, want, AttentionKernel::coopmat);
     check_backward(got, want, AttentionKernel::coopmat);
     if (first) {
@@ -278,13 +298,7 @@ GPU_TEST("attention coopmat matches the reference at each block; automatic takes
       others_other_o += vkt::count_bit_diffs(got.o, automatic.o) > 0 ? 1 : 0;
     }
     // from the same o and lse, the gradients are the same bits at any block
-    Problem p(ctx, a, in);
-    Recorder rec(ctx);
-    rec.add(ops::attention_forward(ctx, p.q, p.k, p.v, p.o, p.lse, shape_of(a), {.kernel = AttentionKernel::coopmat}));
-    rec.add(ops::attention_backward(ctx, p.q, p.k, p.v, p.o, p.lse, p.dout, p.dq, p.dk, p.dv, shape_of(a),
-                                    {.kernel = AttentionKernel::coopmat, .block = block}));
-    rec.run();
-    const Outputs mixed = p.download(true);
+    const Outputs mixed = backward_after_coopmat(ctx, a, in, AttentionKernel::coopmat, block);
     for (auto member : {&Outputs::dq, &Outputs::dk, &Outputs::dv}) {
       CHECK(vkt::count_bit_diffs(mixed.*member, automatic.*member) == 0);
     }
@@ -302,28 +316,16 @@ GPU_TEST("attention coopmat2 matches the reference at each block; from the same 
   }
   const Inputs in = make_inputs(a, 9470);
   const vkt::AttentionRef want = vkt::attention_reference(a, in.q, in.k, in.v, &in.dout);
-  const float gscale = ops::AttentionOptions{}.gscale;
   const Outputs coop = run_attention(ctx, a, in, AttentionKernel::coopmat, true);
   auto as_double = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
   std::optional<Outputs> first;  // coopmat's forward, coopmat2's backward at the first block that fits
   for (std::uint32_t block : {32u, 64u, 16u}) {
     INFO("block " << block);
-    Outputs got;
-    try {
-      got = run_attention(ctx, a, in, AttentionKernel::coopmat2, true, gscale, block);
-    } catch (const Error& e) {
-      CHECK_THAT(e.what(), ContainsSubstring("block = " + std::to_string(block) + " does not fit"));
-      continue;
-    }
-    check_forward(got, want, AttentionKernel::coopmat2);
-    check_backward(got, want, AttentionKernel::coopmat2);
-    Problem p(ctx, a, in);
-    Recorder rec(ctx);
-    rec.add(ops::attention_forward(ctx, p.q, p.k, p.v, p.o, p.lse, shape_of(a), {.kernel = AttentionKernel::coopmat}));
-    rec.add(ops::attention_backward(ctx, p.q, p.k, p.v, p.o, p.lse, p.dout, p.dq, p.dk, p.dv, shape_of(a),
-                                    {.kernel = AttentionKernel::coopmat2, .block = block}));
-    rec.run();
-    const Outputs mixed = p.download(true);
+    const std::optional<Outputs> got = run_at_block(ctx, a, in, AttentionKernel::coopmat2, block);
+    if (!got) continue;
+    check_forward(*got, want, AttentionKernel::coopmat2);
+    check_backward(*got, want, AttentionKernel::coopmat2);
+    const Outputs mixed = backward_after_coopmat(ctx, a, in, AttentionKernel::coopmat2, block);
     // within the f16 tolerance of coopmat's gradients from the same o and lse
     check_close("dq", mixed.dq, as_double(coop.dq), 4e-3);
     check_close("dk", mixed.dk, as_double(coop.dk), 4e-3);
