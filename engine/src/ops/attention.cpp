@@ -30,7 +30,7 @@ constexpr std::uint32_t kWarps = ATTN_COOPMAT_WARPS;
 
 enum class Pass { forward, dkdv, dq };
 
-// Each pass's kernel on the two paths, and the name the profiler shows (by Pass).
+// Each pass's kernel on the three paths, and the name the profiler shows (by Pass).
 struct PassKernels {
   detail::KernelId plain, coopmat, coopmat2;
   const char* name;

@@ -80,7 +80,8 @@ struct AttentionOptions {
   // forward and dq, queries per block of dK/dV): 64, 32 or 16, a multiple of
   // the device's fragment side. 0: per pass, the fastest measured on an H100
   // where its tile fits the device's shared memory: 32 for the forward and
-  // dK/dV (else the longest that fits), 16 for dq (else 32, 64).
+  // dK/dV (else the longest that fits; coopmat2's dK/dV at head_dim <= 64:
+  // 64, 32, 16), 16 for dq (else 32, 64).
   // Error when it is none of these, or (coopmat) its tile does not fit. o
   // and lse depend on it (the online softmax rescales per key block); from
   // the same o and lse the gradients do not. The plain kernel runs its own
