@@ -189,23 +189,25 @@ bool has_device_extension(VkPhysicalDevice physical, const char* name) {
                      [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-// VK_NV_cooperative_matrix2: true when every feature the workgroup-scope
-// GEMM needs is there and f16 workgroup-scope shapes exist; fills the
-// limits and shapes into `c`.
-static bool query_coopmat2(VkPhysicalDevice physical, Caps& c) {
-  if (!has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) ||
-      !vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV) {
-    return false;
-  }
+// VK_NV_cooperative_matrix2, one feature query for both uses: into `c`,
+// coopmat2_subgroup_ops (conversions, reductions and per-element
+// operations: the coopmat2 attention kernels) and coopmat2 (every feature
+// the workgroup-scope GEMM needs and f16 workgroup-scope shapes exist),
+// with the GEMM's limits and shapes.
+static void query_coopmat2(VkPhysicalDevice physical, Caps& c) {
+  if (!has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return;
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f.pNext = &v12;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &f;
   vkGetPhysicalDeviceFeatures2(physical, &f2);
-  if (!f.cooperativeMatrixWorkgroupScope || !f.cooperativeMatrixFlexibleDimensions ||
-      !f.cooperativeMatrixTensorAddressing || !f.cooperativeMatrixBlockLoads || !v12.bufferDeviceAddress) {
-    return false;
+  c.coopmat2_subgroup_ops =
+      f.cooperativeMatrixConversions && f.cooperativeMatrixReductions && f.cooperativeMatrixPerElementOperations;
+  if (!vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV || !f.cooperativeMatrixWorkgroupScope ||
+      !f.cooperativeMatrixFlexibleDimensions || !f.cooperativeMatrixTensorAddressing ||
+      !f.cooperativeMatrixBlockLoads || !v12.bufferDeviceAddress) {
+    return;
   }
   const auto props = extension_properties<VkPhysicalDeviceCooperativeMatrix2PropertiesNV>(
       physical, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV);
@@ -225,18 +227,7 @@ static bool query_coopmat2(VkPhysicalDevice physical, Caps& c) {
     }
     c.coopmat2_f16_shapes.push_back({s.MGranularity, s.NGranularity, s.KGranularity, s.workgroupInvocations});
   }
-  return !c.coopmat2_f16_shapes.empty();
-}
-
-// VK_NV_cooperative_matrix2's conversions, reductions and per-element
-// operations (on any scope the device has).
-static bool query_coopmat2_subgroup_ops(VkPhysicalDevice physical) {
-  if (!has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return false;
-  VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  f2.pNext = &f;
-  vkGetPhysicalDeviceFeatures2(physical, &f2);
-  return f.cooperativeMatrixConversions && f.cooperativeMatrixReductions && f.cooperativeMatrixPerElementOperations;
+  c.coopmat2 = !c.coopmat2_f16_shapes.empty();
 }
 
 Caps query_caps(VkPhysicalDevice physical) {
@@ -283,8 +274,7 @@ Caps query_caps(VkPhysicalDevice physical) {
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, families.data());
   c.timestamps = families[compute_queue_family(physical)].timestampValidBits > 0 && p.limits.timestampPeriod > 0;
 
-  c.coopmat2 = query_coopmat2(physical, c);
-  c.coopmat2_subgroup_ops = query_coopmat2_subgroup_ops(physical);
+  query_coopmat2(physical, c);
   c.kernel_statistics = has_device_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   c.host_memory_import = has_device_extension(physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   if (c.host_memory_import) {
