@@ -191,7 +191,22 @@ shared uvec4 kv_s[MAX3(2 * BK * SH8, BQ * SH8, BQ * EPI_STRIDE / 4)];
   }
 #endif
 
-#if MODE == 0 && !CM2
+#if MODE == 0
+#if CM2
+const uint NB = BK / F;          // S fragments per warp and key block
+shared float lse_s[4 * F * F];   // each warp's lse accumulator, at the end
+
+float max_of(const in float a, const in float b) { return max(a, b); }
+float sum_of(const in float a, const in float b) { return a + b; }
+
+// The score of row r, column c of a fragment whose first query is q_first
+// and first key k_first: x · scale (base 2), −∞ where the key comes after
+// the query or the query is past the sequence.
+float masked_score(const in uint r, const in uint c, const in float x, const in uint q_first, const in uint k_first,
+                   const in uint seq, const in float scale) {
+  return (k_first + c <= q_first + r && q_first + r < seq) ? x * scale : neg_inf();
+}
+#else
 const uint L = SG / F;      // softmax invocations per row
 const uint CPL = BK / L;    // ... and columns of each, a multiple of 8 (the tile choice)
 const uint SS = BK + 4;     // score row stride (floats)
@@ -200,6 +215,7 @@ shared vec4 s4_s[BQ * SS / 4];  // each warp's F rows of S; first the row-index 
 shared uvec4 p8_s[BQ * SP / 8];  // ... and of P, eight halves per vector
 shared float part_s[BQ * L];  // per row: each invocation's partial max, then sum
 shared float alpha_s[BQ];     // per row: α of the block; at the end l
+#endif
 
 void main() {
   const uint tid = gl_LocalInvocationIndex;
@@ -212,28 +228,38 @@ void main() {
   const uint q0 = qb * BQ;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
   const uint wr = warp * F;  // the warp's first row in the block
+#if !CM2
   const uint sr = wr + gl_SubgroupInvocationID / L, sp = gl_SubgroupInvocationID % L;  // softmax: row, part
   const uint qi = q0 + sr;
+#endif
 
   if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
-  // Q as fragments; the row-index matrix
+  // Q as fragments; KHR: the row-index matrix
   STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
+#if !CM2
   for (uint e = tid; e < F * F / 4; e += WG_SIZE) s4_s[e] = vec4(float(4 * e / F));
+#endif
   barrier();
   FragA qf[DF];
   [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
     coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
   }
+#if !CM2
   Acc rowid;
   coopMatLoad(rowid, s4_s, 0, F / 4, ROW_MAJOR);
+#endif
   Acc o[DF];
   [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
+#if CM2
+  Acc m_run = Acc(neg_inf()), l_run = Acc(0.0);  // every element: its row's running max and sum
+#else
   float m_run = neg_inf(), l_run = 0.0;  // of row sr, the same in each of its L invocations
+#endif
 
   const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
   for (uint kb = 0; kb < k_blocks; ++kb) {
     const uint k0 = kb * BK;
-    barrier();  // every warp is done with kv_s (the previous block, or the Q and row-index loads)
+    barrier();  // every warp is done with kv_s (the previous block, or the Q (and row-index) loads)
     if (PF) {
       PF_PUT(kv_s)
     } else {
@@ -242,6 +268,54 @@ void main() {
     }
     barrier();
     if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
+#if CM2
+    Acc s[NB];
+    [[unroll]] for (uint n = 0; n < NB; ++n) {
+      s[n] = Acc(0.0);
+      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
+        FragB kt;
+        coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
+        s[n] = coopMatMulAdd(qf[kk], kt, s[n]);
+      }
+      coopMatPerElementNV(s[n], s[n], masked_score, q0 + wr, k0 + n * F, pc.seq, pc.scale_log2);
+    }
+    // the rows' maxima, the new running max and α
+    Acc m_new, part;
+    coopMatReduceNV(m_new, s[0], gl_CooperativeMatrixReduceRowNV, max_of);
+    [[unroll]] for (uint n = 1; n < NB; ++n) {
+      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, max_of);
+      [[unroll]] for (int i = 0; i < part.length(); ++i) m_new[i] = max(m_new[i], part[i]);
+    }
+    Acc alpha;
+    [[unroll]] for (int i = 0; i < m_new.length(); ++i) {
+      m_new[i] = max(m_run[i], m_new[i]);
+      alpha[i] = m_run[i] == neg_inf() ? 0.0 : exp2(m_run[i] - m_new[i]);
+    }
+    m_run = m_new;
+    // P in place of S, its row sums, l = l·α + Σ P
+    [[unroll]] for (uint n = 0; n < NB; ++n) {
+      [[unroll]] for (int i = 0; i < s[n].length(); ++i) s[n][i] = s[n][i] == neg_inf() ? 0.0 : exp2(s[n][i] - m_run[i]);
+    }
+    Acc block_sum;
+    coopMatReduceNV(block_sum, s[0], gl_CooperativeMatrixReduceRowNV, sum_of);
+    [[unroll]] for (uint n = 1; n < NB; ++n) {
+      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, sum_of);
+      [[unroll]] for (int i = 0; i < part.length(); ++i) block_sum[i] = block_sum[i] + part[i];
+    }
+    [[unroll]] for (int i = 0; i < l_run.length(); ++i) l_run[i] = l_run[i] * alpha[i] + block_sum[i];
+    // O = diag(α)·O + P·V
+    [[unroll]] for (uint n = 0; n < DF; ++n) {
+      [[unroll]] for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha[i];
+    }
+    [[unroll]] for (uint kk = 0; kk < NB; ++kk) {
+      const FragA pa = FragA(s[kk]);
+      [[unroll]] for (uint n = 0; n < DF; ++n) {
+        FragB vb;
+        coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
+        o[n] = coopMatMulAdd(pa, vb, o[n]);
+      }
+    }
+#else
     [[unroll]] for (uint n = 0; n < BK / F; ++n) {
       Acc s = Acc(0.0);
       [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
@@ -303,112 +377,9 @@ void main() {
         o[n] = coopMatMulAdd(pa, vb, o[n]);
       }
     }
+#endif
   }
-  warp_sync();  // every α of the last block is read before l replaces it
-  if (sp == 0) {
-    alpha_s[sr] = l_run;
-    if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run + log2(l_run)) * LN2;
-  }
-  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
-}
-
-#elif MODE == 0
-const uint NB = BK / F;          // S fragments per warp and key block
-shared float lse_s[4 * F * F];   // each warp's lse accumulator, at the end
-
-float max_of(const in float a, const in float b) { return max(a, b); }
-float sum_of(const in float a, const in float b) { return a + b; }
-
-// The score of row r, column c of a fragment whose first query is q_first
-// and first key k_first: x · scale (base 2), −∞ where the key comes after
-// the query or the query is past the sequence.
-float masked_score(const in uint r, const in uint c, const in float x, const in uint q_first, const in uint k_first,
-                   const in uint seq, const in float scale) {
-  return (k_first + c <= q_first + r && q_first + r < seq) ? x * scale : neg_inf();
-}
-
-void main() {
-  const uint tid = gl_LocalInvocationIndex;
-  const uint warp = gl_SubgroupID;
-  const uint blocks = (pc.seq + BQ - 1) / BQ;
-  const uint qb = blocks - 1 - gl_WorkGroupID.x;  // the longest rows first
-  const uint h = gl_WorkGroupID.y;
-  const uint g = h / pc.group;
-  const uint row0 = gl_WorkGroupID.z * pc.seq;
-  const uint q0 = qb * BQ;
-  const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
-  const uint wr = warp * F;  // the warp's first row in the block
-
-  if (PF) PF_LOAD(k16, v16, row0, 0, ks8, g * HV8)  // the first key block
-  STAGE16(kv_s, 0, q16, BQ, row0, q0, qs8, h * HV8)
-  barrier();
-  FragA qf[DF];
-  [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-    coopMatLoad(qf[kk], kv_s, (wr * SH + kk * F) / 8, SH8, ROW_MAJOR);
-  }
-  Acc o[DF];
-  [[unroll]] for (uint n = 0; n < DF; ++n) o[n] = Acc(0.0);
-  Acc m_run = Acc(neg_inf()), l_run = Acc(0.0);  // every element: its row's running max and sum
-
-  const uint k_blocks = (min(q0 + BQ, pc.seq) - 1) / BK + 1;
-  for (uint kb = 0; kb < k_blocks; ++kb) {
-    const uint k0 = kb * BK;
-    barrier();  // every warp is done with kv_s (the previous block, or the Q loads)
-    if (PF) {
-      PF_PUT(kv_s)
-    } else {
-      STAGE16(kv_s, 0, k16, BK, row0, k0, ks8, g * HV8)
-      STAGE16(kv_s, BK * SH8, v16, BK, row0, k0, ks8, g * HV8)
-    }
-    barrier();
-    if (PF && kb + 1 < k_blocks) PF_LOAD(k16, v16, row0, k0 + BK, ks8, g * HV8)
-    Acc s[NB];
-    [[unroll]] for (uint n = 0; n < NB; ++n) {
-      s[n] = Acc(0.0);
-      [[unroll]] for (uint kk = 0; kk < DF; ++kk) {
-        FragB kt;
-        coopMatLoad(kt, kv_s, (n * F * SH + kk * F) / 8, SH8, COL_MAJOR);
-        s[n] = coopMatMulAdd(qf[kk], kt, s[n]);
-      }
-      coopMatPerElementNV(s[n], s[n], masked_score, q0 + wr, k0 + n * F, pc.seq, pc.scale_log2);
-    }
-    // the rows' maxima, the new running max and α
-    Acc m_new, part;
-    coopMatReduceNV(m_new, s[0], gl_CooperativeMatrixReduceRowNV, max_of);
-    [[unroll]] for (uint n = 1; n < NB; ++n) {
-      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, max_of);
-      [[unroll]] for (int i = 0; i < part.length(); ++i) m_new[i] = max(m_new[i], part[i]);
-    }
-    Acc alpha;
-    [[unroll]] for (int i = 0; i < m_new.length(); ++i) {
-      m_new[i] = max(m_run[i], m_new[i]);
-      alpha[i] = m_run[i] == neg_inf() ? 0.0 : exp2(m_run[i] - m_new[i]);
-    }
-    m_run = m_new;
-    // P in place of S, its row sums, l = l·α + Σ P
-    [[unroll]] for (uint n = 0; n < NB; ++n) {
-      [[unroll]] for (int i = 0; i < s[n].length(); ++i) s[n][i] = s[n][i] == neg_inf() ? 0.0 : exp2(s[n][i] - m_run[i]);
-    }
-    Acc block_sum;
-    coopMatReduceNV(block_sum, s[0], gl_CooperativeMatrixReduceRowNV, sum_of);
-    [[unroll]] for (uint n = 1; n < NB; ++n) {
-      coopMatReduceNV(part, s[n], gl_CooperativeMatrixReduceRowNV, sum_of);
-      [[unroll]] for (int i = 0; i < part.length(); ++i) block_sum[i] = block_sum[i] + part[i];
-    }
-    [[unroll]] for (int i = 0; i < l_run.length(); ++i) l_run[i] = l_run[i] * alpha[i] + block_sum[i];
-    // O = diag(α)·O + P·V
-    [[unroll]] for (uint n = 0; n < DF; ++n) {
-      [[unroll]] for (int i = 0; i < o[n].length(); ++i) o[n][i] *= alpha[i];
-    }
-    [[unroll]] for (uint kk = 0; kk < NB; ++kk) {
-      const FragA pa = FragA(s[kk]);
-      [[unroll]] for (uint n = 0; n < DF; ++n) {
-        FragB vb;
-        coopMatLoad(vb, kv_s, BK * SH8 + (kk * F * SH + n * F) / 8, SH8, ROW_MAJOR);
-        o[n] = coopMatMulAdd(pa, vb, o[n]);
-      }
-    }
-  }
+#if CM2
   // O / l; lse = (m + log2 l)·ln 2 of each row, read from the warp's lse_s
   Acc lse_acc;
   [[unroll]] for (int i = 0; i < lse_acc.length(); ++i) lse_acc[i] = (m_run[i] + log2(l_run[i])) * LN2;
@@ -422,6 +393,14 @@ void main() {
     if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = lse_s[warp * F * F + r * F];
   }
   EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v)
+#else
+  warp_sync();  // every α of the last block is read before l replaces it
+  if (sp == 0) {
+    alpha_s[sr] = l_run;
+    if (qi < pc.seq) lse[(row0 + qi) * pc.heads + h] = (m_run + log2(l_run)) * LN2;
+  }
+  EPILOGUE(o, o4, row0, q0, pc.q_stride / 4, h * D / 4, v / alpha_s[r])
+#endif
 }
 
 #elif MODE == 2
