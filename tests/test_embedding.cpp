@@ -30,13 +30,27 @@ std::vector<std::uint32_t> skewed_ids(std::uint32_t tokens, std::uint32_t vocab,
   return ids;
 }
 
-// The promised arithmetic on the host: per table element, +0 then dy of
-// each of its tokens in ascending position, in f32.
+// The promised arithmetic on the host, in f32: per table element, +0 then
+// dy of each of its tokens in ascending position; for an id of more than 32
+// tokens, +0 then the sums of its runs of 32 tokens (the last shorter), each
+// summed so.
 std::vector<float> host_grad_f32(const std::vector<std::uint32_t>& ids, const std::vector<float>& dy,
                                  std::uint32_t vocab, std::uint32_t hidden) {
+  std::vector<std::vector<std::size_t>> tokens_of(vocab);
+  for (std::size_t t = 0; t < ids.size(); ++t) tokens_of[ids[t]].push_back(t);
   std::vector<float> g(std::size_t{vocab} * hidden, 0.0f);
-  for (std::size_t t = 0; t < ids.size(); ++t) {
-    for (std::uint32_t c = 0; c < hidden; ++c) g[std::size_t{ids[t]} * hidden + c] += dy[t * hidden + c];
+  for (std::uint32_t v = 0; v < vocab; ++v) {
+    const auto& ts = tokens_of[v];
+    const std::size_t run = ts.size() <= 32 ? ts.size() : 32;
+    for (std::uint32_t c = 0; c < hidden; ++c) {
+      float total = 0.0f;
+      for (std::size_t k = 0; k < ts.size(); k += run) {
+        float piece = 0.0f;
+        for (std::size_t i = k; i < std::min(ts.size(), k + run); ++i) piece += dy[ts[i] * hidden + c];
+        total += piece;
+      }
+      g[std::size_t{v} * hidden + c] = total;
+    }
   }
   return g;
 }
@@ -47,6 +61,18 @@ TEST_CASE("embedding_index is a stable counting sort and refuses ids out of rang
   const ops::EmbeddingIndex index = ops::embedding_index(ids, 5);
   CHECK(index.offsets == std::vector<std::uint32_t>{0, 1, 3, 3, 6, 6});
   CHECK(index.positions == std::vector<std::uint32_t>{3, 1, 5, 0, 2, 4});
+  CHECK(index.chunks == std::vector<std::uint32_t>(2 * 3, 0));  // no segment longer than 32
+
+  // 40 tokens of id 1 after 30 of id 0, then 70 of id 2 (segments 30, 40
+  // and 70 long at positions 0, 30 and 70): 2 + 3 pieces, the slots
+  // 2·⌊begin/32⌋ + j; 2·ceil(140/32) = 10 entries
+  std::vector<std::uint32_t> runs(30, 0);
+  runs.insert(runs.end(), 40, 1);
+  runs.insert(runs.end(), 70, 2);
+  const ops::EmbeddingIndex long_runs = ops::embedding_index(runs, 3);
+  std::vector<std::uint32_t> want{30, 62, 0, 62, 70, 1, 70, 102, 4, 102, 134, 5, 134, 140, 6};
+  want.resize(10 * 3, 0);
+  CHECK(long_runs.chunks == want);
   const std::vector<std::uint32_t> bad{0, 4, 5, 1};
   CHECK_THROWS_WITH(ops::embedding_index(bad, 5),
                     ContainsSubstring("embedding_index: ids[2] = 5 is out of range (vocab = 5)"));
@@ -73,11 +99,12 @@ GPU_TEST("embedding forward copies rows; backward matches the f64 reference and 
     ids_dev[11] = vocab;
     ids_dev[12] = 0xffffffffu;
     Buffer ids_b = ctx.upload(ids_dev), table = ctx.upload(table_h), dy = ctx.upload(dy_h);
-    Buffer offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions);
+    Buffer offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions),
+           chunks = ctx.upload(index.chunks);
     Buffer out = poisoned(ctx, std::size_t{tokens} * hidden), dtable = poisoned(ctx, std::size_t{vocab} * hidden);
     Recorder rec(ctx);
     rec.add(ops::embedding_fwd(ctx, ids_b, table, out, shape));
-    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, dtable, shape));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, chunks, dtable, shape));
     rec.run();
 
     const auto got = out.download<float>();
@@ -121,6 +148,35 @@ GPU_TEST("embedding forward copies rows; backward matches the f64 reference and 
   }
 }
 
+GPU_TEST("embedding's gradient of a frequent id has the same bits wherever its segment starts", "[ops][embedding]") {
+  // id 7 holds about a third of 300 tokens (pieces of 32); a second batch
+  // moves every id below 7 to 9, so id 7's segment starts at position 0
+  // instead of past them, with its tokens and their dy unchanged
+  const std::uint32_t tokens = 300, vocab = 272, hidden = 40;
+  const ops::Embedding shape{tokens, vocab, hidden};
+  const auto ids = skewed_ids(tokens, vocab, 980);
+  auto moved = ids;
+  for (auto& id : moved) id = id < 7 ? 9 : id;
+  const auto dy_h = vkt::random_floats(std::size_t{tokens} * hidden, 981, 1.0f);
+  const ops::EmbeddingIndex a = ops::embedding_index(ids, vocab), b = ops::embedding_index(moved, vocab);
+  REQUIRE(a.offsets[8] - a.offsets[7] > 2 * ops::kEmbeddingChunk);  // three pieces or more
+  REQUIRE(b.offsets[7] == 0);
+  REQUIRE(a.offsets[7] % ops::kEmbeddingChunk != 0);  // the pieces sit at other slots, cut elsewhere in positions
+  Buffer dy = ctx.upload(dy_h);
+  Buffer a_offsets = ctx.upload(a.offsets), a_positions = ctx.upload(a.positions), a_chunks = ctx.upload(a.chunks);
+  Buffer b_offsets = ctx.upload(b.offsets), b_positions = ctx.upload(b.positions), b_chunks = ctx.upload(b.chunks);
+  Buffer ga = poisoned(ctx, std::size_t{vocab} * hidden), gb = poisoned(ctx, std::size_t{vocab} * hidden);
+  Recorder rec(ctx);
+  rec.add(ops::embedding_bwd(ctx, dy, a_offsets, a_positions, a_chunks, ga, shape));
+  rec.add(ops::embedding_bwd(ctx, dy, b_offsets, b_positions, b_chunks, gb, shape));
+  rec.run();
+  const auto got_a = ga.download<float>(), got_b = gb.download<float>();
+  const std::vector<float> row_a(got_a.begin() + 7 * hidden, got_a.begin() + 8 * hidden),
+      row_b(got_b.begin() + 7 * hidden, got_b.begin() + 8 * hidden);
+  CHECK(vkt::count_bit_diffs(row_a, row_b) == 0);
+  CHECK(vkt::count_bit_diffs(got_b, host_grad_f32(moved, dy_h, vocab, hidden)) == 0);
+}
+
 GPU_TEST("embedding's gradient matches finite differences; accumulation ≡ f32 addition; same bits every run",
          "[ops][embedding]") {
   const std::uint32_t tokens = 64, vocab = 50;
@@ -153,12 +209,13 @@ GPU_TEST("embedding's gradient matches finite differences; accumulation ≡ f32 
     for (auto& m : fd.magnitude) m = std::max(m, 1.0);  // unused rows: 0 within 1e-5 absolute
 
     const ops::EmbeddingIndex index = ops::embedding_index(ids, vocab);
-    Buffer dy = ctx.upload(dy_h), offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions);
+    Buffer dy = ctx.upload(dy_h), offsets = ctx.upload(index.offsets), positions = ctx.upload(index.positions),
+           chunks = ctx.upload(index.chunks);
     Buffer g1 = poisoned(ctx, table64.size()), g2 = poisoned(ctx, table64.size()), acc = ctx.upload(acc0);
     Recorder rec(ctx);
-    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g1, shape));
-    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, g2, shape));
-    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, acc, shape, true));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, chunks, g1, shape));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, chunks, g2, shape));
+    rec.add(ops::embedding_bwd(ctx, dy, offsets, positions, chunks, acc, shape, true));
     rec.run();
     const auto got = g1.download<float>();
     const vkt::Worst w = vkt::worst_error(got, fd, 1e-5);
@@ -174,7 +231,8 @@ GPU_TEST("embedding's gradient matches finite differences; accumulation ≡ f32 
 GPU_TEST("embedding refuses bad shapes, small buffers and overlapping outputs", "[ops][embedding][errors]") {
   const ops::Embedding shape{4, 10, 8};
   Buffer ids = ctx.buffer(4 * 4), table = ctx.buffer(80 * 4), out = ctx.buffer(32 * 4), dy = ctx.buffer(32 * 4),
-         offsets = ctx.buffer(11 * 4), positions = ctx.buffer(4 * 4), small = ctx.buffer(3 * 4);
+         offsets = ctx.buffer(11 * 4), positions = ctx.buffer(4 * 4), chunks = ctx.buffer(2 * 3 * 4),
+         small = ctx.buffer(3 * 4);
   CHECK_THROWS_WITH(ops::embedding_fwd(ctx, ids, table, out, {0, 10, 8}), ContainsSubstring("embedding_fwd: tokens = 0"));
   CHECK_THROWS_WITH(ops::embedding_fwd(ctx, ids, table, out, {4, 10, 0}), ContainsSubstring("embedding_fwd: hidden = 0"));
   CHECK_THROWS_WITH(ops::embedding_fwd(ctx, ids, table, out, {4, 0x10000000u, 16}),
@@ -184,10 +242,14 @@ GPU_TEST("embedding refuses bad shapes, small buffers and overlapping outputs", 
   CHECK_THROWS_WITH(ops::embedding_fwd(ctx, ids, small, out, shape),
                     ContainsSubstring("embedding_fwd: table holds 12 bytes, needs 320"));
   CHECK_THROWS_WITH(ops::embedding_fwd(ctx, ids, table, table, shape), ContainsSubstring("embedding_fwd: out overlaps table"));
-  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, small, positions, table, shape),
+  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, small, positions, chunks, table, shape),
                     ContainsSubstring("embedding_bwd: offsets holds 12 bytes, needs 44"));
-  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, offsets, positions, small, shape),
+  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, offsets, positions, small, table, shape),
+                    ContainsSubstring("embedding_bwd: chunks holds 12 bytes, needs 24"));
+  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, offsets, positions, chunks, small, shape),
                     ContainsSubstring("embedding_bwd: dtable holds 12 bytes, needs 320"));
-  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, table, offsets, positions, table, shape),
+  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, table, offsets, positions, chunks, table, shape),
                     ContainsSubstring("embedding_bwd: dtable overlaps dy"));
+  CHECK_THROWS_WITH(ops::embedding_bwd(ctx, dy, offsets, positions, table, table, shape),
+                    ContainsSubstring("embedding_bwd: dtable overlaps chunks"));
 }

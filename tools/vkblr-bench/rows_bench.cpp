@@ -104,8 +104,9 @@ Prepared prepare(vkblr::Context& ctx, const RowsModel& m, std::uint32_t tokens, 
       const ops::EmbeddingIndex index = ops::embedding_index(ids, m.vocab);
       const vkblr::Buffer& offsets = p.buffers.emplace_back(ctx.upload(index.offsets));
       const vkblr::Buffer& positions = p.buffers.emplace_back(ctx.upload(index.positions));
+      const vkblr::Buffer& chunks = p.buffers.emplace_back(ctx.upload(index.chunks));
       const vkblr::Buffer &dy = upload_random(th, 7, 1.0f), &dtable = scratch(vh);
-      p.ops = {ops::embedding_bwd(ctx, dy, offsets, positions, dtable, shape)};
+      p.ops = ops::embedding_bwd(ctx, dy, offsets, positions, chunks, dtable, shape);
       p.bytes = 4.0 * f(th) + 4.0 * f(m.vocab + 1) + 4.0 * f(tokens) + 4.0 * f(vh);
     }
   }

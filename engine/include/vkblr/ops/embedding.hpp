@@ -14,7 +14,9 @@
 // The gradient has no float atomics: the host sorts the token positions by
 // id once per batch (embedding_index, a stable counting sort that also
 // refuses ids out of range), and each table element sums its tokens'
-// gradients in position order.
+// gradients in position order; an id of more than kEmbeddingChunk tokens
+// (a frequent token) in pieces of that many side by side, then the pieces
+// in order.
 #pragma once
 
 #include <cstdint>
@@ -34,12 +36,21 @@ struct Embedding {
   std::uint32_t hidden = 0;  // row length
 };
 
-// The token positions grouped by id: positions[offsets[v] .. offsets[v+1])
-// are the positions t with ids[t] == v, ascending. offsets u32 [vocab + 1]
-// (offsets[0] = 0, offsets[vocab] = tokens), positions u32 [tokens]; upload
-// both for embedding_bwd.
+// Segments longer than this are summed in pieces of this many positions.
+inline constexpr std::uint32_t kEmbeddingChunk = 32;
+
+// The token positions grouped by id, for embedding_bwd (upload all three):
+//   offsets   u32 [vocab + 1]: positions[offsets[v] .. offsets[v+1]) are the
+//             positions t with ids[t] == v, ascending (offsets[0] = 0,
+//             offsets[vocab] = tokens);
+//   positions u32 [tokens];
+//   chunks    u32 [2·ceil(tokens / kEmbeddingChunk)][3]: the pieces of the
+//             segments longer than kEmbeddingChunk, (begin, end, slot):
+//             piece j of a segment starting at b covers positions[b + j·32
+//             .. min(b + (j+1)·32, segment end)) and is summed into slot
+//             2·⌊b/32⌋ + j; the entries left over are zero.
 struct EmbeddingIndex {
-  std::vector<std::uint32_t> offsets, positions;
+  std::vector<std::uint32_t> offsets, positions, chunks;
 };
 
 // A stable counting sort of the positions by id, O(tokens + vocab). Throws
@@ -55,12 +66,16 @@ Dispatch embedding_fwd(Context& ctx, const Buffer& ids, const Buffer& table, con
                        const Embedding& shape);
 
 // dtable f32 [vocab][hidden] (+)= Σ over the tokens t of id v, ascending,
-// of dy[t] (f32 [tokens][hidden]), with offsets and positions from
-// embedding_index of the forward's ids. Each element's sum starts at +0
-// and adds in position order; with `accumulate` the sum is then added to
-// dtable. Every element of dtable is written. dtable must not overlap the
-// inputs.
-Dispatch embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const Buffer& positions,
-                       const Buffer& dtable, const Embedding& shape, bool accumulate = false);
+// of dy[t] (f32 [tokens][hidden]), with offsets, positions and chunks from
+// embedding_index of the forward's ids. A sum of at most kEmbeddingChunk
+// terms starts at +0 and adds in position order; a longer one is the sum
+// from +0, in order, of its pieces of kEmbeddingChunk terms (the last
+// shorter), each summed so; with `accumulate` the sum is then added to
+// dtable. The bits of a row depend only on its own tokens' dy. Every
+// element of dtable is written. dtable must not overlap the inputs.
+// Two dispatches: the pieces (into a transient of 2·ceil(tokens / 32) ×
+// hidden floats), then every row.
+Ops embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const Buffer& positions,
+                  const Buffer& chunks, const Buffer& dtable, const Embedding& shape, bool accumulate = false);
 
 }  // namespace vkblr::ops
