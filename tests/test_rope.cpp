@@ -2,8 +2,8 @@
 // in f64) at positions to 8191, head_dim 64 and 128, bases 10000 and
 // 500000, several sequences per batch; the backward against the reference's
 // transpose and finite differences; backward ∘ forward ≈ identity; an
-// out-of-range position gives NaNs; same bits run after run; bad shapes
-// refused.
+// out-of-range position gives NaNs; same bits run after run; q and k in one
+// dispatch ≡ one each; bad shapes refused.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 #include <cmath>
@@ -156,6 +156,36 @@ GPU_TEST("rope's gradient matches finite differences; out-of-range positions giv
   }
 }
 
+GPU_TEST("rope on q and k in one dispatch gives the bits of rope on each", "[ops][rope]") {
+  // 14 and 2 heads (Qwen-0.5B's), head_dim 64: q's pairs end inside a
+  // workgroup (17.5 of them), so k starts at a workgroup of its own; one
+  // position past the table (NaN rows in both)
+  auto pos = batch_positions();
+  pos[9] = 8192;
+  const auto tokens = static_cast<std::uint32_t>(pos.size());
+  const std::uint32_t heads = 14, kv_heads = 2, d = 64;
+  const auto q_h = vkt::random_floats(std::size_t{tokens} * heads * d, 995, 2.0f);
+  const auto k_h = vkt::random_floats(std::size_t{tokens} * kv_heads * d, 996, 2.0f);
+  Buffer positions = ctx.upload(pos), table = ctx.upload(ops::rope_table(d, 1e6, 8192));
+  for (const bool backward : {false, true}) {
+    INFO((backward ? "backward" : "forward"));
+    Buffer q = ctx.upload(q_h), k = ctx.upload(k_h), q1 = ctx.upload(q_h), k1 = ctx.upload(k_h);
+    auto one = [&](const Buffer& x, const ops::Rope& shape) {
+      return backward ? ops::rope_bwd(ctx, x, positions, table, shape) : ops::rope_fwd(ctx, x, positions, table, shape);
+    };
+    Recorder rec(ctx);
+    rec.add(backward ? ops::rope_bwd(ctx, q, k, positions, table, {tokens, heads, kv_heads, d, 8192})
+                     : ops::rope_fwd(ctx, q, k, positions, table, {tokens, heads, kv_heads, d, 8192}));
+    rec.add(one(q1, {tokens, heads, d, 8192}));
+    rec.add(one(k1, {tokens, kv_heads, d, 8192}));
+    rec.run();
+    const auto got_q = q.download<float>(), got_k = k.download<float>();
+    CHECK(vkt::count_bit_diffs(got_q, q1.download<float>()) == 0);
+    CHECK(vkt::count_bit_diffs(got_k, k1.download<float>()) == 0);
+    CHECK(vkt::count_bit_diffs(got_k, k_h) > k_h.size() / 2);  // k was rotated
+  }
+}
+
 GPU_TEST("rope refuses bad shapes, small buffers and overlaps", "[ops][rope][errors]") {
   const ops::Rope shape{4, 2, 8, 16};
   Buffer x = ctx.buffer(64 * 4), positions = ctx.buffer(4 * 4), table = ctx.buffer(16 * 8 * 4),
@@ -168,6 +198,14 @@ GPU_TEST("rope refuses bad shapes, small buffers and overlaps", "[ops][rope][err
   CHECK_THROWS_WITH(ops::rope_fwd(ctx, x, positions, small, shape),
                     ContainsSubstring("rope_fwd: table holds 12 bytes, needs 512"));
   CHECK_THROWS_WITH(ops::rope_fwd(ctx, x, x, table, shape), ContainsSubstring("rope_fwd: x overlaps positions"));
+  Buffer k = ctx.buffer(32 * 4);
+  const ops::RopeQk qk{4, 2, 1, 8, 16};
+  CHECK_THROWS_WITH(ops::rope_fwd(ctx, x, k, positions, table, {4, 2, 0, 8, 16}),
+                    ContainsSubstring("rope_fwd: kv_heads = 0"));
+  CHECK_THROWS_WITH(ops::rope_bwd(ctx, x, small, positions, table, qk),
+                    ContainsSubstring("rope_bwd: k holds 12 bytes, needs 128"));
+  CHECK_THROWS_WITH(ops::rope_fwd(ctx, x, x, positions, table, qk), ContainsSubstring("rope_fwd: q overlaps k"));
+  CHECK_THROWS_WITH(ops::rope_fwd(ctx, x, table, positions, table, qk), ContainsSubstring("rope_fwd: k overlaps table"));
   CHECK_THROWS_WITH(ops::rope_table(8, 1.0, 16), ContainsSubstring("rope_table: base = 1"));
   CHECK_THROWS_WITH(ops::rope_table(0, 10000.0, 16), ContainsSubstring("rope_table: head_dim = 0"));
 }

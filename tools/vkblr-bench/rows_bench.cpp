@@ -110,7 +110,7 @@ Prepared prepare(vkblr::Context& ctx, const RowsModel& m, std::uint32_t tokens, 
       p.bytes = 4.0 * f(th) + 4.0 * f(m.vocab + 1) + 4.0 * f(tokens) + 4.0 * f(vh);
     }
   }
-  if (op.starts_with("rope")) {  // q and k, two dispatches
+  if (op.starts_with("rope")) {  // q and k, one dispatch
     const std::uint64_t qn = std::uint64_t{tokens} * m.heads * m.head_dim,
                         kn = std::uint64_t{tokens} * m.kv_heads * m.head_dim;
     p.shape = std::format("q {}x{}x{}, k {}x{}x{}", tokens, m.heads, m.head_dim, tokens, m.kv_heads, m.head_dim);
@@ -120,9 +120,9 @@ Prepared prepare(vkblr::Context& ctx, const RowsModel& m, std::uint32_t tokens, 
     vkblr::Buffer &q = upload_random(qn, 8, 2.0f), &k = upload_random(kn, 9, 2.0f);
     const vkblr::Buffer& positions = p.buffers.emplace_back(ctx.upload(pos));
     const vkblr::Buffer& table = p.buffers.emplace_back(ctx.upload(ops::rope_table(m.head_dim, m.rope_base, m.sequence)));
-    const auto rotate = op == "rope_fwd" ? ops::rope_fwd : ops::rope_bwd;
-    p.ops = {rotate(ctx, q, positions, table, {tokens, m.heads, m.head_dim, m.sequence}),
-             rotate(ctx, k, positions, table, {tokens, m.kv_heads, m.head_dim, m.sequence})};
+    const ops::RopeQk shape{tokens, m.heads, m.kv_heads, m.head_dim, m.sequence};
+    p.ops = {op == "rope_fwd" ? ops::rope_fwd(ctx, q, k, positions, table, shape)
+                              : ops::rope_bwd(ctx, q, k, positions, table, shape)};
     // q and k read and written, positions read twice, each used table row once
     p.bytes = 8.0 * f(qn + kn) + 8.0 * f(tokens) + 4.0 * f(std::min(tokens, m.sequence)) * m.head_dim;
   }

@@ -163,8 +163,9 @@ ops::AttentionShape attention_shape(const BlockContext& bc) {
   return {bc.batch.sequences, bc.batch.seq, c.num_attention_heads, c.num_key_value_heads, c.head_dim, 0.0f};
 }
 
-ops::Rope rope_shape(const BlockContext& bc, std::uint32_t heads) {
-  return {bc.batch.tokens(), heads, bc.config.head_dim, bc.rope_positions};
+ops::RopeQk rope_shape(const BlockContext& bc) {
+  const io::LlamaConfig& c = bc.config;
+  return {bc.batch.tokens(), c.num_attention_heads, c.num_key_value_heads, c.head_dim, bc.rope_positions};
 }
 
 }  // namespace
@@ -185,8 +186,7 @@ void record_block_forward(Recorder& rec, const BlockContext& bc, const LlamaWeig
   linears(rec, bc, std::array{std::tuple{&b.q, std::size_t{Slot::q}, a.q}, std::tuple{&b.k, std::size_t{Slot::k}, a.k},
                              std::tuple{&b.v, std::size_t{Slot::v}, a.v}},
           *a.h1, hidden, scratch);
-  rec.add(ops::rope_fwd(ctx, *a.q, bc.positions, bc.rope, rope_shape(bc, c.num_attention_heads)));
-  rec.add(ops::rope_fwd(ctx, *a.k, bc.positions, bc.rope, rope_shape(bc, c.num_key_value_heads)));
+  rec.add(ops::rope_fwd(ctx, *a.q, *a.k, bc.positions, bc.rope, rope_shape(bc)));
   rec.add(ops::attention_forward(ctx, *a.q, *a.k, *a.v, *a.attn, *a.lse, attention_shape(bc)));
   if (reads_staged(bc, b.o, Slot::o)) rec.add(ops::cvt(ctx, *a.attn, bc.staged, t, c.q_size(), 1.0f));
   linear(rec, bc, b.o, Slot::o, *a.attn, x, hidden, c.q_size(), true, scratch);
@@ -234,8 +234,7 @@ void record_block_backward(Recorder& rec, const BlockContext& bc, const LlamaWei
   attention.gscale = settings.gscale;
   rec.add(ops::attention_backward(ctx, *a.q, *a.k, *a.v, *a.attn, *a.lse, *g.dattn, *g.dq, *g.dk, *g.dv,
                                   attention_shape(bc), attention));
-  rec.add(ops::rope_bwd(ctx, *g.dq, bc.positions, bc.rope, rope_shape(bc, c.num_attention_heads)));
-  rec.add(ops::rope_bwd(ctx, *g.dk, bc.positions, bc.rope, rope_shape(bc, c.num_key_value_heads)));
+  rec.add(ops::rope_bwd(ctx, *g.dq, *g.dk, bc.positions, bc.rope, rope_shape(bc)));
   linears_backward(rec, bc,
                    std::array{std::tuple{&b.q, std::size_t{Slot::q}, g.dq}, std::tuple{&b.k, std::size_t{Slot::k}, g.dk},
                               std::tuple{&b.v, std::size_t{Slot::v}, g.dv}},

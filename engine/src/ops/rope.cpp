@@ -12,44 +12,78 @@ namespace {
 using detail::need_bytes;
 using detail::require_apart;
 using shader::RopePush;
-static_assert(sizeof(RopePush) == 32);
+static_assert(sizeof(RopePush) == 48);
 
 void check_head_dim(const char* op, std::uint32_t head_dim) {
   require(head_dim >= 2 && head_dim <= 1024 && head_dim % 2 == 0,
           "{}: head_dim = {} (must be even, 2..1024)", op, head_dim);
 }
 
-Dispatch rope(Context& ctx, const char* op, const Buffer& x, const Buffer& positions, const Buffer& table,
-              const Rope& s, bool inverse) {
+// The pairs of one tensor x [tokens][heads][head_dim] (n, and quarter =
+// ceil(n/4)); checks x against positions and table and returns its bytes.
+std::uint64_t tensor_pairs(const char* op, const char* name, const Buffer& x, const char* heads_name,
+                           std::uint32_t heads, const Buffer& positions, const Buffer& table, const Rope& s,
+                           std::uint32_t* n, std::uint32_t* quarter) {
+  detail::dim(op, heads_name, heads);
+  const std::uint64_t elements = std::uint64_t{s.tokens} * heads * s.head_dim;
+  detail::elements_fit(op, elements);
+  *n = static_cast<std::uint32_t>(elements / 2);
+  *quarter = (*n + 3) / 4;
+  const std::uint64_t x_bytes = elements * 4, pos_bytes = std::uint64_t{s.tokens} * 4,
+                      table_bytes = std::uint64_t{s.max_positions} * s.head_dim * 4;
+  need_bytes(op, name, x, x_bytes);
+  require_apart(op, name, x, x_bytes, "positions", positions, pos_bytes);
+  require_apart(op, name, x, x_bytes, "table", table, table_bytes);
+  return x_bytes;
+}
+
+// The push constants of every rope dispatch: shape checks, positions and table.
+RopePush rope_push(const char* op, const Buffer& positions, const Buffer& table, const Rope& s, bool inverse) {
   detail::dim(op, "tokens", s.tokens);
-  detail::dim(op, "heads", s.heads);
   detail::dim(op, "max_positions", s.max_positions);
   check_head_dim(op, s.head_dim);
-  const std::uint64_t elements = std::uint64_t{s.tokens} * s.heads * s.head_dim,
-                      table_elements = std::uint64_t{s.max_positions} * s.head_dim;
-  detail::elements_fit(op, elements);
-  detail::elements_fit(op, table_elements);
+  detail::elements_fit(op, std::uint64_t{s.max_positions} * s.head_dim);
+  need_bytes(op, "positions", positions, std::uint64_t{s.tokens} * 4);
+  need_bytes(op, "table", table, std::uint64_t{s.max_positions} * s.head_dim * 4);
   RopePush p{};
   p.tokens = s.tokens;
-  p.heads = s.heads;
   p.half_dim = s.head_dim / 2;
   p.max_positions = s.max_positions;
-  p.n = static_cast<std::uint32_t>(elements / 2);
-  p.quarter = (p.n + 3) / 4;
   p.inverse = inverse ? 1 : 0;
-  const std::uint64_t x_bytes = elements * 4, pos_bytes = std::uint64_t{s.tokens} * 4,
-                      table_bytes = table_elements * 4;
-  need_bytes(op, "x", x, x_bytes);
-  need_bytes(op, "positions", positions, pos_bytes);
-  need_bytes(op, "table", table, table_bytes);
-  require_apart(op, "x", x, x_bytes, "positions", positions, pos_bytes);
-  require_apart(op, "x", x, x_bytes, "table", table, table_bytes);
+  return p;
+}
+
+Dispatch rope(Context& ctx, const char* op, const Buffer& x, const Buffer& positions, const Buffer& table,
+              const Rope& s, bool inverse) {
+  RopePush p = rope_push(op, positions, table, s, inverse);
+  p.heads = s.heads;
+  tensor_pairs(op, "x", x, "heads", s.heads, positions, table, s, &p.n, &p.quarter);
   Dispatch d = detail::make_dispatch(ctx, detail::KernelId::rope, op);
   d.set_push(p)
       .bind(0, x, Access::read_write)
       .bind(1, positions, Access::read)
       .bind(2, table, Access::read);
   d.groups = detail::elt_grid(p.quarter, op);
+  return d;
+}
+
+Dispatch rope_qk(Context& ctx, const char* op, const Buffer& q, const Buffer& k, const Buffer& positions,
+                 const Buffer& table, const RopeQk& s, bool inverse) {
+  const Rope shape{s.tokens, s.heads, s.head_dim, s.max_positions};
+  RopePush p = rope_push(op, positions, table, shape, inverse);
+  p.heads = s.heads;
+  p.k_heads = s.kv_heads;
+  const std::uint64_t q_bytes = tensor_pairs(op, "q", q, "heads", s.heads, positions, table, shape, &p.n, &p.quarter);
+  const std::uint64_t k_bytes = tensor_pairs(op, "k", k, "kv_heads", s.kv_heads, positions, table, shape, &p.k_n, &p.k_quarter);
+  require_apart(op, "q", q, q_bytes, "k", k, k_bytes);
+  p.q_groups = detail::ceil_div(p.quarter, detail::kEltWorkgroup);
+  Dispatch d = detail::make_dispatch(ctx, detail::KernelId::rope_qk, op);
+  d.set_push(p)
+      .bind(0, q, Access::read_write)
+      .bind(1, positions, Access::read)
+      .bind(2, table, Access::read)
+      .bind(3, k, Access::read_write);
+  d.groups = detail::elt_grid(std::uint64_t{p.q_groups} * detail::kEltWorkgroup + p.k_quarter, op);
   return d;
 }
 }  // namespace
@@ -80,6 +114,16 @@ Dispatch rope_fwd(Context& ctx, const Buffer& x, const Buffer& positions, const 
 
 Dispatch rope_bwd(Context& ctx, const Buffer& dx, const Buffer& positions, const Buffer& table, const Rope& shape) {
   return rope(ctx, "rope_bwd", dx, positions, table, shape, true);
+}
+
+Dispatch rope_fwd(Context& ctx, const Buffer& q, const Buffer& k, const Buffer& positions, const Buffer& table,
+                  const RopeQk& shape) {
+  return rope_qk(ctx, "rope_fwd", q, k, positions, table, shape, false);
+}
+
+Dispatch rope_bwd(Context& ctx, const Buffer& dq, const Buffer& dk, const Buffer& positions, const Buffer& table,
+                  const RopeQk& shape) {
+  return rope_qk(ctx, "rope_bwd", dq, dk, positions, table, shape, true);
 }
 
 }  // namespace vkblr::ops

@@ -52,4 +52,23 @@ Dispatch rope_fwd(Context& ctx, const Buffer& x, const Buffer& positions, const 
 // rotation), the same layout and rules.
 Dispatch rope_bwd(Context& ctx, const Buffer& dx, const Buffer& positions, const Buffer& table, const Rope& shape);
 
+// q and k of one attention layer, rotated in one dispatch.
+struct RopeQk {
+  std::uint32_t tokens = 0;         // rows of q and k
+  std::uint32_t heads = 0;          // attention heads: q f32 [tokens][heads][head_dim]
+  std::uint32_t kv_heads = 0;       // KV heads: k f32 [tokens][kv_heads][head_dim]
+  std::uint32_t head_dim = 0;       // even, 2..1024
+  std::uint32_t max_positions = 0;  // rows of the table
+};
+
+// rope_fwd on q and on k, the same bits, in one dispatch (two small ones
+// leave the GPU idle at their ends). q and k must not overlap each other,
+// positions or table.
+Dispatch rope_fwd(Context& ctx, const Buffer& q, const Buffer& k, const Buffer& positions, const Buffer& table,
+                  const RopeQk& shape);
+
+// rope_bwd on dq and on dk, the same bits, in one dispatch.
+Dispatch rope_bwd(Context& ctx, const Buffer& dq, const Buffer& dk, const Buffer& positions, const Buffer& table,
+                  const RopeQk& shape);
+
 }  // namespace vkblr::ops
