@@ -19,8 +19,8 @@
 #define VKBLR_ROW_SUM_LANES 32
 // rmsnorm_dw: columns per workgroup, and the slices of a column's partials
 // summed side by side.
-#define VKBLR_RMSNORM_DW_COLS 32
-#define VKBLR_RMSNORM_DW_SLICES 8
+#define VKBLR_RMSNORM_DW_COLS 8
+#define VKBLR_RMSNORM_DW_SLICES 32
 
 VKBLR_SHADER_BEGIN
 
