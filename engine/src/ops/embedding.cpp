@@ -24,7 +24,9 @@ std::uint32_t chunk_slots(std::uint32_t tokens) {
   return static_cast<std::uint32_t>(2 * ((std::uint64_t{tokens} + kEmbeddingChunk - 1) / kEmbeddingChunk));
 }
 
-EmbeddingPush embedding_push(const char* op, const Embedding& s, std::uint64_t n) {
+// The push constants of `n` elements written, counted in units of `width`
+// floats (1, or 4 for the vec4 kernels; hidden a multiple of it).
+EmbeddingPush embedding_push(const char* op, const Embedding& s, std::uint64_t n, std::uint32_t width = 1) {
   detail::dim(op, "tokens", s.tokens);
   detail::dim(op, "vocab", s.vocab);
   detail::dim(op, "hidden", s.hidden);
@@ -33,9 +35,9 @@ EmbeddingPush embedding_push(const char* op, const Embedding& s, std::uint64_t n
   EmbeddingPush p{};
   p.tokens = s.tokens;
   p.vocab = s.vocab;
-  p.hidden = s.hidden;
-  p.n = static_cast<std::uint32_t>(n);
-  p.quarter = static_cast<std::uint32_t>((n + 3) / 4);
+  p.hidden = s.hidden / width;
+  p.n = static_cast<std::uint32_t>(n / width);
+  p.quarter = (p.n + 3) / 4;
   p.slots = chunk_slots(s.tokens);
   return p;
 }
@@ -92,7 +94,10 @@ Dispatch embedding_fwd(Context& ctx, const Buffer& ids, const Buffer& table, con
 Ops embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const Buffer& positions,
                   const Buffer& chunks, const Buffer& dtable, const Embedding& shape, bool accumulate) {
   const char* op = "embedding_bwd";
-  EmbeddingPush p = embedding_push(op, shape, std::uint64_t{shape.vocab} * shape.hidden);
+  // rows of whole vec4 at 16-byte aligned starts: the kernels of four
+  // elements per element, counts in vec4
+  const bool vec4 = shape.hidden % 4 == 0 && dy.offset() % 16 == 0 && dtable.offset() % 16 == 0;
+  EmbeddingPush p = embedding_push(op, shape, std::uint64_t{shape.vocab} * shape.hidden, vec4 ? 4 : 1);
   p.accumulate = accumulate ? 1 : 0;
   const std::uint64_t dy_bytes = std::uint64_t{shape.tokens} * shape.hidden * 4,
                       offsets_bytes = (std::uint64_t{shape.vocab} + 1) * 4,
@@ -111,12 +116,6 @@ Ops embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const B
   detail::elements_fit(op, std::uint64_t{p.slots} * shape.hidden);
   const Transient pieces = make_transient(std::uint64_t{p.slots} * shape.hidden * 4);
 
-  // rows of whole vec4 at 16-byte aligned starts: the kernels of four
-  // elements per element, counts in vec4
-  const bool vec4 = shape.hidden % 4 == 0 && dy.offset() % 16 == 0 && dtable.offset() % 16 == 0;
-  const std::uint32_t width = vec4 ? 4 : 1;
-  p.hidden = shape.hidden / width;
-
   EmbeddingPush chunk_push = p;
   chunk_push.n = p.slots * p.hidden;
   Dispatch sum_pieces = detail::make_dispatch(
@@ -128,8 +127,6 @@ Ops embedding_bwd(Context& ctx, const Buffer& dy, const Buffer& offsets, const B
       .bind(8, pieces, Access::write);
   sum_pieces.groups = detail::elt_grid(chunk_push.n, op);
 
-  p.n /= width;
-  p.quarter = (p.n + 3) / 4;
   Dispatch rows = detail::make_dispatch(ctx, vec4 ? detail::KernelId::embedding_bwd4 : detail::KernelId::embedding_bwd, op);
   rows.set_push(p)
       .bind(3, dy, Access::read)
