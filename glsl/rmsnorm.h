@@ -18,7 +18,8 @@
 // invocations t ≡ lane (mod VKBLR_ROW_SUM_LANES) in order.
 #define VKBLR_ROW_SUM_LANES 32
 // rmsnorm_dw: columns per workgroup, and the slices of a column's partials
-// summed side by side.
+// summed side by side (its specialization constants' defaults; the host
+// passes them).
 #define VKBLR_RMSNORM_DW_COLS 8
 #define VKBLR_RMSNORM_DW_SLICES 32
 

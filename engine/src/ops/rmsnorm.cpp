@@ -26,6 +26,9 @@ constexpr std::uint32_t kMaxHidden = VKBLR_RMSNORM_MAX_WG * VKBLR_RMSNORM_COLS;
 // leave its memory idle, more only add dw partials).
 constexpr std::uint32_t kBwdWorkgroup = 512;
 constexpr std::uint64_t kBwdInvocations = std::uint64_t{1} << 18;
+// rmsnorm_dw: columns per workgroup, and slices of a column's partials
+// summed side by side.
+constexpr std::uint32_t kDwCols = VKBLR_RMSNORM_DW_COLS, kDwSlices = VKBLR_RMSNORM_DW_SLICES;
 
 // The workgroup of a row of `hidden` columns: the smallest power of two
 // from 32 that leaves at most 8 columns per invocation (at most 1024, then
@@ -146,11 +149,12 @@ Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& in
   rows.groups = folded(p.blocks);
 
   // dw (+)= Σ_b part[b]: slices of blocks side by side, then the slices in order.
-  Dispatch finish = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_dw, "rmsnorm_bwd_dw");
+  const std::uint32_t dw_spec[] = {kDwCols, kDwSlices, kDwCols * kDwSlices};
+  Dispatch finish = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_dw, "rmsnorm_bwd_dw", dw_spec);
   finish.set_push(p)
       .bind(7, part, Access::read)
       .bind(3, dw, options.accumulate_dw ? Access::read_write : Access::write);
-  finish.groups = {ceil_div(shape.hidden, VKBLR_RMSNORM_DW_COLS), 1, 1};
+  finish.groups = {ceil_div(shape.hidden, kDwCols), 1, 1};
   return {rows, finish};
 }
 
