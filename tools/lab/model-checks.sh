@@ -44,6 +44,10 @@
 #              per learning rate of VT_LRS (default 1e-3,3e-3; best kept) and
 #              per latent rms of VT_RMS (a comma list; default vkblr-train's
 #              --latent-rms): held-out figures every 150 steps, tokens/s, memory
+#              ORDER_SEEDS (a comma list, e.g. 1,2,3): the peer and vkblr-train
+#              stages run once per seed of the windows' order (the same
+#              windows): the spread of their results; EVAL_EVERY replaces
+#              the 150 steps between held-out figures of both
 #   qwen       a random Qwen2.5-0.5B-shaped Llama (24 blocks, hidden 896,
 #              vocabulary 151936, tied) distilled by vkblr-train from its
 #              Dual-SVID init at 1 bpw for QWEN_STEPS steps of one window of
@@ -144,6 +148,10 @@ else
   DEVICE=cuda
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fi
+if [ -n "${EVAL_EVERY:-}" ]; then
+  for i in "${!PEER[@]}"; do [ "${PEER[$i]}" = --eval-every ] && PEER[$((i + 1))]=$EVAL_EVERY; done
+  for i in "${!VT_RUN[@]}"; do [ "${VT_RUN[$i]}" = --eval-every ] && VT_RUN[$((i + 1))]=$EVAL_EVERY; done
+fi
 REF=$W/reference
 now() { date +%s.%N; }
 since() { python3 -c "print(round($(now) - $1, 1))"; }
@@ -187,6 +195,7 @@ for stage in $stages; do
       [ $TOY = 1 ] && { tokens=576; [[ $stage == *4x ]] && tokens=2304; }
       args=("${PEER[@]}")
       [[ $stage == *-dense ]] && args+=(--weight-form dense)
+      [ -n "${ORDER_SEEDS:-}" ] && args+=(--order-seeds "$ORDER_SEEDS")
       if [[ $stage == peer-fit* ]]; then
         # bpw1's model file in place of the size (--bpw / --rank): the peer starts from vkblr-fit's layers
         start=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['files'][0])" "$W/bpw1/report.json") \
@@ -220,13 +229,18 @@ for stage in $stages; do
       fi
       IFS=, read -ra lrs <<< "${VT_LRS:-1e-3,3e-3}"
       rmss=(""); [ -n "${VT_RMS:-}" ] && IFS=, read -ra rmss <<< "$VT_RMS"
+      seeds=(""); [ -n "${ORDER_SEEDS:-}" ] && IFS=, read -ra seeds <<< "$ORDER_SEEDS"
       for lr in "${lrs[@]}"; do
         for rms in "${rmss[@]}"; do
-          run=lr$lr; extra=()
-          [ -n "$rms" ] && { run=lr$lr-rms$rms; extra=(--latent-rms "$rms"); }
-          "$VT" --model "$REF" "${start[@]}" "${extra[@]}" --train "$d/train_windows.npy" --held-out "$d/heldout.npy" \
-            "${VT_RUN[@]}" --lr "$lr" --out "$W/$stage/$run" --quiet > "$W/$stage.$run.log" 2>&1
-          echo "$run rc $?"; tail -3 "$W/$stage.$run.log"
+          for seed in "${seeds[@]}"; do
+            run=lr$lr; extra=()
+            [ -n "$rms" ] && { run=$run-rms$rms; extra+=(--latent-rms "$rms"); }
+            [ -n "$seed" ] && { run=$run-seed$seed; extra+=(--seed "$seed"); }
+            "$VT" --model "$REF" "${start[@]}" "${extra[@]}" --train "$d/train_windows.npy" \
+              --held-out "$d/heldout.npy" "${VT_RUN[@]}" --lr "$lr" --out "$W/$stage/$run" --quiet \
+              > "$W/$stage.$run.log" 2>&1
+            echo "$run rc $?"; tail -3 "$W/$stage.$run.log"
+          done
         done
       done
       python3 - "$W/$stage" "$W/$stage.json" <<'PY'
@@ -235,17 +249,19 @@ runs = []
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "lr*", "report.json"))):
     with open(path) as f:
         r = json.load(f)
-    runs.append({"lr": r["settings"]["lr"], "latent_rms": r["settings"].get("latent_rms"), "final": r["curve"][-1],
-                 "report": r})
+    runs.append({"lr": r["settings"]["lr"], "latent_rms": r["settings"].get("latent_rms"),
+                 "seed": r["settings"].get("seed"), "final": r["curve"][-1], "report": r})
 if runs:
     best = min(runs, key=lambda x: x["final"]["bits_per_byte"])
     out = {"best_lr": best["lr"], "best_latent_rms": best["latent_rms"], "best": best["final"],
-           "runs": [{"lr": x["lr"], "latent_rms": x["latent_rms"], "final": x["final"]} for x in runs],
+           "runs": [{"lr": x["lr"], "latent_rms": x["latent_rms"], "seed": x["seed"], "final": x["final"]}
+                    for x in runs],
            "best_report": best["report"]}
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
     for x in runs:
         rms = "" if x["latent_rms"] is None else f", latent rms {x['latent_rms']:g}"
+        rms += "" if x["seed"] is None else f", seed {x['seed']}"
         print(f"  lr {x['lr']:g}{rms}: {x['final']['bits_per_byte']:.4f} bits per byte, ppl {x['final']['perplexity']:.4f}")
 PY
       cp "$W/$stage.json" "$OUT/" 2>/dev/null

@@ -10,7 +10,7 @@ logits, after LittleBit's recipe).
         [--temperature 1] [--latent-rms 0] [--compile none|default|reduce-overhead|max-autotune|aot-eager]
         [--weight-form factored|dense]
         [--device cuda] [--eval-every 100] [--eval-documents N] [--flip-check 0]
-        [--require-flips] [--seed 1]
+        [--require-flips] [--seed 1] [--order-seeds 1,2,3]
 
 Structure: every nn.Linear matching --layers becomes Ŵ = Σ_p diag(h)·S_U·diag(ℓ)·
 S_Vᵀ·diag(g) with P = --paths paths, as vkblr-fit's layers: the rank from
@@ -32,7 +32,9 @@ computed once for the training windows. Those are --train-tokens tokens in
 windows of the model's context drawn from the training split by
 token_data.calibration_batches with --seed: with the same seed and count,
 the very windows layerwise.py calibrates vkblr-fit on. Each step takes
---batch windows, in an order reshuffled every pass (seeded). On CUDA under
+--batch windows, in an order reshuffled every pass (seeded by --seed, or by
+each of --order-seeds: a run per seed and learning rate, the same windows,
+the spread of the result over data orders). On CUDA under
 bf16 autocast, fused Adam; --compile compiles the loss (forward and
 backward; reduce-overhead adds CUDA graphs), compiled once and reused for
 every learning rate (the parameters are reset in place), its compile time
@@ -268,8 +270,10 @@ class Trainer:
         params = blr_parameters(self.student, self.names)
         return torch.optim.Adam(params, lr=lr, **({"fused": True} if self.cuda else {}))
 
-    def run(self, lr: float, steps: int, compiled: bool, evaluate=None, eval_every: int = 0) -> dict:
-        """`steps` steps from the parameters as they are; flips per step, curve, times."""
+    def run(self, lr: float, steps: int, compiled: bool, evaluate=None, eval_every: int = 0,
+            order_seed: int | None = None) -> dict:
+        """`steps` steps from the parameters as they are, windows in the order of `order_seed` (default
+        --seed); flips per step, curve, times."""
         a = self.args
         opt = self.optimizer(lr)
         loss_fn = self.compiled if compiled else self.eager
@@ -277,7 +281,7 @@ class Trainer:
         before = latent.detach() < 0
         flips = torch.zeros(steps, dtype=torch.int64, device=a.device)
         count = self.windows.shape[0]
-        rng = np.random.Generator(np.random.PCG64(a.seed))
+        rng = np.random.Generator(np.random.PCG64(a.seed if order_seed is None else order_seed))
         order, at = rng.permutation(count), 0
         curve, train_s, losses = [], 0.0, []
         if evaluate is not None:
@@ -392,17 +396,22 @@ def peer(args) -> dict:
             raise ValueError(f"the compiled step ({args.compile}) flipped no sign where the eager one flipped "
                              f"{eager['flips']}: its straight-through estimator does not train the signs")
     runs = []
-    for lr in lrs:
+    order_seeds = [int(x) for x in args.order_seeds.split(",")] if args.order_seeds else [args.seed]
+    for lr, order_seed in [(lr, s) for lr in lrs for s in order_seeds]:
         reset(student, names, init)
-        run = trainer.run(lr, args.steps, compiled=True, evaluate=evaluate, eval_every=args.eval_every)
+        run = trainer.run(lr, args.steps, compiled=True, evaluate=evaluate, eval_every=args.eval_every,
+                          order_seed=order_seed)
+        run["order_seed"] = order_seed
         run["final"] = run["curve"][-1]
         runs.append(run)
-        print(f"qat_peer: lr {lr:g}: {run['final']['bits_per_byte']:.4f} bits per byte, perplexity "
+        seed_note = f", order seed {order_seed}" if args.order_seeds else ""
+        print(f"qat_peer: lr {lr:g}{seed_note}: {run['final']['bits_per_byte']:.4f} bits per byte, perplexity "
               f"{run['final']['perplexity']:.4f} after {args.steps} steps ({run['final']['tokens']} tokens) in "
               f"{run['train_s']:.1f} s; {run['flips']} sign flips", flush=True)
     result["runs"] = runs
     best = min(runs, key=lambda r: r["final"]["bits_per_byte"])
-    result["best"] = {"lr": best["lr"], **best["final"], "train_s": best["train_s"], "flips": best["flips"]}
+    result["best"] = {"lr": best["lr"], "order_seed": best["order_seed"], **best["final"], "train_s": best["train_s"],
+                      "flips": best["flips"]}
     result["wall_s"] = round(time.time() - started, 2)
     write_json_atomic(args.out, result)
     # A small learning rate may move no latent across zero; no run of the sweep flipping any sign means the
@@ -445,11 +454,19 @@ def main(argv=None) -> int:
     parser.add_argument("--flip-check", type=int, default=0)
     parser.add_argument("--require-flips", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--order-seeds", help="seeds of the windows' order, comma-separated: a run for each "
+                        "(and each learning rate) on the windows of --seed; default: --seed alone")
     args = parser.parse_args(argv)
     if args.rank is not None and (args.rank < 32 or args.rank % 32):
         parser.error(f"--rank {args.rank}: want a positive multiple of 32")
     if min(args.steps, args.batch, args.eval_every, args.train_tokens, args.paths) < 1 or args.warmup < 0:
         parser.error("--steps, --batch, --eval-every, --train-tokens and --paths must be at least 1")
+    if args.order_seeds is not None:
+        try:
+            if any(int(x) < 0 for x in args.order_seeds.split(",")):
+                raise ValueError
+        except ValueError:
+            parser.error(f"--order-seeds '{args.order_seeds}': want non-negative integers, comma-separated")
     try:
         peer(args)
     except (ValueError, OSError) as e:
