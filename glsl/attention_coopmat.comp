@@ -550,6 +550,13 @@ void put_stats() {
   }
 }
 
+// Step `step` of a key block's (head, query block) steps: every query head
+// of the group g in order, its query blocks from the diagonal block qb0 on
+// in order (per_head of them). Returns (the query head, its first query).
+uvec2 dkdv_step(uint g, uint qb0, uint per_head, uint step) {
+  return uvec2(g * pc.group + step / per_head, (qb0 + step % per_head) * BQ);
+}
+
 void main() {
   const uint tid = gl_LocalInvocationIndex;
   const uint warp = gl_SubgroupID;
@@ -561,12 +568,12 @@ void main() {
   const uint k0 = kb * BK;
   const uint qs8 = pc.q_stride / 8, ks8 = pc.kv_stride / 8;
 
-  // (head, query block) steps: every query head of the group in order, its
-  // query blocks from the diagonal on in order
+  // (head, query block) steps: dkdv_step
   const uint qb0 = k0 / BQ, per_head = q_blocks - qb0, steps = pc.group * per_head;
   if (PF) {
-    PF_LOAD(q16, do16, row0, qb0 * BQ, qs8, g * pc.group * HV8)
-    load_stats(row0, qb0 * BQ, g * pc.group);
+    const uvec2 first = dkdv_step(g, qb0, per_head, 0);
+    PF_LOAD(q16, do16, row0, first.y, qs8, first.x * HV8)
+    load_stats(row0, first.y, first.x);
   }
 
   // the K rows, then the V rows through the same shared tile
@@ -592,8 +599,8 @@ void main() {
   }
 
   for (uint step = 0; step < steps; ++step) {
-    const uint h = g * pc.group + step / per_head;
-    const uint q0 = (qb0 + step % per_head) * BQ;
+    const uvec2 at = dkdv_step(g, qb0, per_head, step);
+    const uint h = at.x, q0 = at.y;
     barrier();  // every warp is done with qd_s (the previous query block, or the K, V loads)
     if (PF) {
       PF_PUT(qd_s)
@@ -606,10 +613,9 @@ void main() {
     }
     barrier();
     if (PF && step + 1 < steps) {
-      const uint h_next = g * pc.group + (step + 1) / per_head;
-      const uint q0_next = (qb0 + (step + 1) % per_head) * BQ;
-      PF_LOAD(q16, do16, row0, q0_next, qs8, h_next * HV8)
-      load_stats(row0, q0_next, h_next);
+      const uvec2 next = dkdv_step(g, qb0, per_head, step + 1);
+      PF_LOAD(q16, do16, row0, next.y, qs8, next.x * HV8)
+      load_stats(row0, next.y, next.x);
     }
     // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (F keys × F queries at a time), then
     // Pᵀ and dSᵀ = Pᵀ·(dPᵀ − delta) element by element
