@@ -137,7 +137,9 @@ Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& in
   p.blocks = ceil_div(shape.tokens, p.rows_per_block);
   const Transient part = make_transient(std::uint64_t{p.blocks} * shape.hidden * 4);
 
-  const std::uint32_t spec[] = {wg, row_cols(shape.hidden, wg), slots, slots * wg};
+  // A slot of one row has no next row to load early: no registers held for it.
+  const std::uint32_t prefetch = p.rows_per_slot > 1 ? 1 : 0;
+  const std::uint32_t spec[] = {wg, row_cols(shape.hidden, wg), slots, slots * wg, prefetch};
   Dispatch rows = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_bwd, op, spec);
   rows.set_push(p)
       .bind(0, x, Access::read)
