@@ -5,7 +5,7 @@
 //   vkblr-bench gemm-f32 [--shape MxNxK]... [--ta] [--tb] [--tile bm,bn,bk,tm,tn]... [--reps N] [--warmup N]
 //                    [--check]
 //   vkblr-bench blr  [--case m,n,r,ntok,P]... [--no-sign] [--lanes L] [--reps N] [--warmup N]
-//   vkblr-bench rows [--model ref,qwen-0.5b,llama-8b] [--op NAME,...] [--tokens N] [--reps N] [--warmup N]
+//   vkblr-bench rows [--model ref,qwen-0.5b,llama-8b] [--op NAME,...] [--tokens N] [--reps N] [--warmup N] [--stats]
 //   vkblr-bench train [--case m,n,r,ntok,P]... [--sign-opt adam|fact|bop] [--flip-budget F]
 //                     [--frozen-signs] [--steps N] [--warmup N]
 //   vkblr-bench attention [--case B,T,H,KVH,D]... [--kernel automatic|plain|coopmat] [--block 0|16|32|64]...
@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
   rows->add_option("--tokens", ropt.tokens, "tokens per batch (default: the model's, rows_bench.hpp)")
       ->check(CLI::Range(1u, 1u << 20));
   rows->add_option("--reps", ropt.reps, "timed repetitions (>= 20)")->check(CLI::Range(20u, 100000u));
+  rows->add_flag("--stats", ropt.stats, "report each kernel's compiler statistics (registers, ...)");
   rows->add_option("--warmup", ropt.warmup, "untimed runs of the whole batch first")->check(CLI::Range(0u, 100000u));
 
   CLI::App* train = app.add_subcommand("train", "whole training steps per second (BlrTrainer, vkblr-fit's loop)");
@@ -295,7 +296,7 @@ int main(int argc, char** argv) {
   try {
     vkblr::ContextOptions copt;
     copt.validation = validate;
-    copt.kernel_statistics = gopt.stats || aopt.stats;
+    copt.kernel_statistics = gopt.stats || aopt.stats || ropt.stats;
     vkblr::Context ctx(copt);
     const vkblr::Caps& caps = ctx.caps();
     nlohmann::json report = {{"device", caps.device_name}, {"driver", caps.driver_info},

@@ -163,6 +163,9 @@ bool failed(const RowsResult& r) { return !r.error.empty(); }
 
 std::vector<RowsResult> run_rows_bench(vkblr::Context& ctx, const RowsBenchOptions& o) {
   std::vector<RowsResult> out;
+  if (o.stats && !ctx.caps().kernel_statistics) {
+    std::fprintf(stderr, "rows: --stats: device %s keeps no kernel statistics\n", ctx.caps().device_name.c_str());
+  }
   std::map<std::uint64_t, double> copy_gbps;  // by elements
   auto copy_rate = [&](std::uint64_t n) {
     if (auto it = copy_gbps.find(n); it != copy_gbps.end()) return it->second;
@@ -186,7 +189,17 @@ std::vector<RowsResult> run_rows_bench(vkblr::Context& ctx, const RowsBenchOptio
         Prepared p = prepare(ctx, m, tokens, op);
         r.shape = p.shape;
         r.bytes = p.bytes;
+        if (o.stats && ctx.caps().kernel_statistics) {
+          for (const vkblr::Dispatch& d : p.ops) {
+            if (r.kernel_stats.contains(d.name)) continue;
+            auto& into = r.kernel_stats[d.name];
+            for (auto& e : vkblr::kernel_statistics(d)) into.insert(into.end(), e.values.begin(), e.values.end());
+          }
+        }
         r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(p.ops); });
+        for (const vkblr::ProfileEvent& e : ctx.profiler().events()) {
+          r.per_name_ms[e.name] += e.duration_us * 1e-3 / static_cast<double>(o.reps);
+        }
         r.gbps = p.bytes / (r.stats.median_ms * 1e-3) / 1e9;
         const std::uint64_t copy_elements = p.copy_elements;
         p = {};  // freed before the copy's buffers
@@ -206,9 +219,17 @@ std::vector<RowsResult> run_rows_bench(vkblr::Context& ctx, const RowsBenchOptio
 std::string format_rows_result(const RowsResult& r) {
   const std::string what = std::format("{} {} [{}]", r.model, r.op, r.shape);
   if (!r.error.empty()) return std::format("{}: {}", what, r.error);
-  return std::format("{}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} reps) {:.1f} GB/s, copy {:.1f} GB/s, {:.2f}× copy",
-                     what, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms, r.stats.reps, r.gbps, r.copy_gbps,
-                     r.of_copy);
+  std::string s =
+      std::format("{}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} reps) {:.1f} GB/s, copy {:.1f} GB/s, {:.2f}× copy",
+                  what, r.stats.median_ms, r.stats.min_ms, r.stats.max_ms, r.stats.reps, r.gbps, r.copy_gbps, r.of_copy);
+  if (r.per_name_ms.size() > 1) {
+    for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<24} {:.4f} ms", name, ms);
+  }
+  for (const auto& [name, values] : r.kernel_stats) {
+    s += "\n    " + name + ":";
+    for (const auto& st : values) s += std::format(" {}={}", st.name, st.value);
+  }
+  return s;
 }
 
 nlohmann::json to_json(const RowsResult& r) {
@@ -223,6 +244,10 @@ nlohmann::json to_json(const RowsResult& r) {
   j["copy_elements"] = r.copy_elements;
   j["copy_gbps"] = r.copy_gbps;
   j["of_copy"] = r.of_copy;
+  j["per_name_ms"] = r.per_name_ms;
+  for (const auto& [name, values] : r.kernel_stats) {
+    for (const auto& st : values) j["kernel_stats"][name][st.name] = st.value;
+  }
   return j;
 }
 

@@ -5,6 +5,11 @@
 // (ops::copy) of its largest tensor: the bandwidth these memory-bound ops
 // can reach on the device. The target is of_copy >= 0.7.
 //
+// An op of several dispatches (RMSNorm's and the embedding's backward) is
+// timed as the sum of their GPU times; per_name_ms gives each dispatch name's
+// mean, and --stats adds each kernel's compiler statistics (registers,
+// shared memory: what decides how many workgroups share a multiprocessor).
+//
 // Bytes are the op's compulsory traffic: every tensor it must read or
 // write, once (an RMSNorm's weight and inv_rms included; its backward's
 // block partials, a few percent at most, not). tools/lab/rows_torch.py
@@ -12,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -50,6 +56,7 @@ struct RowsBenchOptions {
   std::uint32_t warmup = 5;
   std::uint32_t reps = 30;
   bool quiet = false;
+  bool stats = false;  // kernel statistics (the context must keep them)
 };
 
 struct RowsResult {
@@ -61,6 +68,9 @@ struct RowsResult {
   double copy_elements = 0;     // the copy it is compared with: this many f32 read and written
   double copy_gbps = 0;
   double of_copy = 0;           // gbps / copy_gbps
+  std::map<std::string, double> per_name_ms;  // mean GPU time per rep of each dispatch name, over the timed run
+  // with stats: per dispatch name, the driver's statistics
+  std::map<std::string, std::vector<vkblr::KernelStatistic>> kernel_stats;
 };
 
 bool failed(const RowsResult& r);
