@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/lab/seeds4x.sh — one device call: the 4x distillation from vkblr-fit's layers, both
 # trainers at lr 4e-3 (latents at ±0.1, 600 steps of 8 windows of 1024), once for each of three
-# seeds of the windows' order (the same windows): the spread of each. The six runs share the GPU at once (their results do not depend on it).
+# seeds of the windows' order (the same windows): the spread of each. The six runs share the GPU
+# at once (their results do not depend on it).
 # Before, here: tools/lab/gpu-kit.sh; carry [".gpu", ".devkit/lib", ".devkit/debs", ".devkit/layers.tgz"].
 # About 8 minutes (the reference model, vkblr-fit's layers and the token files first); results in
 # $OUT/seeds4x.tgz, the table (each trainer's three results, mean, sd, range) on stdout.
