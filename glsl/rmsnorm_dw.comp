@@ -2,11 +2,11 @@
 // RMSNorm backward, pass 2: DW f32 [hidden] (+)= the sum of PART f32
 // [blocks][hidden] (rmsnorm_bwd.comp's partials) over its blocks, in a
 // fixed order: the blocks cut into SLICES slices of ceil(blocks / SLICES)
-// consecutive blocks, each slice's sum from +0 in
-// block order, then the slices' sums in slice order (each addition rounded:
-// precise), then DW + sum when accumulating (accumulate_dw). A workgroup
-// takes COLS_PER_GROUP columns, an invocation one slice of one column. No
-// atomics: the same bits every run.
+// consecutive blocks, each slice's sum from +0 in block order, then the
+// slices' sums in slice order (each addition rounded: precise), then DW +
+// sum when accumulating (accumulate_dw). A workgroup takes COLS_PER_GROUP
+// columns, an invocation one slice of one column. No atomics: the same
+// bits every run.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
