@@ -67,9 +67,12 @@ for kind, key in (("rows", lambda r: (r["model"], r["op"])), ("attention", None)
     lo = old.get(kind) or old.get("rows") or []
     ln = new.get(kind) or new.get("rows") or []
     for a, b in zip(lo, ln):
-        name = " ".join(str(a.get(k, "")) for k in ("model", "op", "shape") if k in a)
-        print(f"{kind:9s} {name:40s} {a.get('median_ms', 0) * 1e3:8.1f} -> {b.get('median_ms', 0) * 1e3:8.1f} us "
-              f"({a.get('of_copy', 0):.2f} -> {b.get('of_copy', 0):.2f})")
+        if kind == "rows":
+            name, ms, share = f"{a['model']} {a['op']}", "median_ms", "of_copy"
+        else:  # forward + backward
+            name, ms, share = f"{a['batch']}x{a['seq']} h{a['heads']}/{a['kv_heads']} d{a['head_dim']}", "step_ms", "step_tflops"
+        print(f"{kind:9s} {name:34s} {a.get(ms, 0) * 1e3:8.1f} -> {b.get(ms, 0) * 1e3:8.1f} us "
+              f"({a.get(share, 0):.2f} -> {b.get(share, 0):.2f})")
 PY
 echo "== suite ($(el) s)"
 timeout 120 .gpu/vkblr-tests "[attention]" --reporter compact > $A/suite-attention.log 2>&1; echo "[attention] rc $? $(grep -E 'passed|failed' $A/suite-attention.log | tail -1)"
