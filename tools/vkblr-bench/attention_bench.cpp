@@ -153,11 +153,7 @@ AttentionResult run_attention_case(vkblr::Context& ctx, const AttentionBenchOpti
     if (o.stats && ctx.caps().kernel_statistics) {
       for (const vkblr::Ops* ops : {&fwd, &bwd}) {
         for (const vkblr::Dispatch& d : *ops) {
-          if (!std::string_view(d.name).starts_with("attention_") || r.kernel_stats.contains(d.name)) continue;
-          for (auto& e : vkblr::kernel_statistics(d)) {
-            auto& into = r.kernel_stats[d.name];
-            into.insert(into.end(), e.values.begin(), e.values.end());
-          }
+          if (std::string_view(d.name).starts_with("attention_")) add_kernel_stats(r.kernel_stats, d);
         }
       }
     }
@@ -218,11 +214,7 @@ std::string format_attention_result(const AttentionResult& r) {
     s += std::format(" check {:.2g} {}", r.check_error, r.check_error <= check_limit(r.kernel) ? "ok" : "FAIL");
   }
   for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<20} {:.4f} ms/step", name, ms);
-  for (const auto& [name, values] : r.kernel_stats) {
-    s += "\n    " + name + ":";
-    for (const auto& st : values) s += std::format(" {}={}", st.name, st.value);
-  }
-  return s;
+  return s + format_kernel_stats(r.kernel_stats);
 }
 
 nlohmann::json to_json(const AttentionResult& r) {
@@ -244,9 +236,7 @@ nlohmann::json to_json(const AttentionResult& r) {
   j["forward_flops"] = attention_forward_flops(c);
   j["reps"] = r.step.reps;
   j["per_name_ms"] = r.per_name_ms;
-  for (const auto& [name, values] : r.kernel_stats) {
-    for (const auto& st : values) j["kernel_stats"][name][st.name] = st.value;
-  }
+  put_kernel_stats(j, r.kernel_stats);
   if (r.check_error >= 0) j["check_error"] = r.check_error;
   return j;
 }

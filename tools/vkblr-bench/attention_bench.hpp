@@ -23,6 +23,7 @@
 #include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
+#include "kernel_stats_report.hpp"
 #include "memory_need.hpp"
 #include "timing.hpp"
 
@@ -63,7 +64,7 @@ struct AttentionResult {
   std::map<std::string, double> per_name_ms;  // forward + backward: GPU time per dispatch name
   double check_error = -1;  // largest sampled error / largest value over o, lse, dq; -1 = not checked
   // with --stats: per attention kernel (dispatch name), the driver's statistics
-  std::map<std::string, std::vector<vkblr::KernelStatistic>> kernel_stats;
+  KernelStatsByName kernel_stats;
 };
 
 // The reference FLOPs of the forward (see above).

@@ -190,11 +190,7 @@ std::vector<RowsResult> run_rows_bench(vkblr::Context& ctx, const RowsBenchOptio
         r.shape = p.shape;
         r.bytes = p.bytes;
         if (o.stats && ctx.caps().kernel_statistics) {
-          for (const vkblr::Dispatch& d : p.ops) {
-            if (r.kernel_stats.contains(d.name)) continue;
-            auto& into = r.kernel_stats[d.name];
-            for (auto& e : vkblr::kernel_statistics(d)) into.insert(into.end(), e.values.begin(), e.values.end());
-          }
+          for (const vkblr::Dispatch& d : p.ops) add_kernel_stats(r.kernel_stats, d);
         }
         r.stats = time_gpu(ctx, o.warmup, o.reps, [&](vkblr::Recorder& rec, std::uint32_t) { rec.add(p.ops); });
         for (const vkblr::ProfileEvent& e : ctx.profiler().events()) {
@@ -225,11 +221,7 @@ std::string format_rows_result(const RowsResult& r) {
   if (r.per_name_ms.size() > 1) {
     for (const auto& [name, ms] : r.per_name_ms) s += std::format("\n    {:<24} {:.4f} ms", name, ms);
   }
-  for (const auto& [name, values] : r.kernel_stats) {
-    s += "\n    " + name + ":";
-    for (const auto& st : values) s += std::format(" {}={}", st.name, st.value);
-  }
-  return s;
+  return s + format_kernel_stats(r.kernel_stats);
 }
 
 nlohmann::json to_json(const RowsResult& r) {
@@ -245,9 +237,7 @@ nlohmann::json to_json(const RowsResult& r) {
   j["copy_gbps"] = r.copy_gbps;
   j["of_copy"] = r.of_copy;
   j["per_name_ms"] = r.per_name_ms;
-  for (const auto& [name, values] : r.kernel_stats) {
-    for (const auto& st : values) j["kernel_stats"][name][st.name] = st.value;
-  }
+  put_kernel_stats(j, r.kernel_stats);
   return j;
 }
 

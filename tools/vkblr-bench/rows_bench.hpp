@@ -27,6 +27,7 @@
 #include <vkblr/ops.hpp>
 #include <vkblr/vkblr.hpp>
 
+#include "kernel_stats_report.hpp"
 #include "timing.hpp"
 
 namespace bench {
@@ -70,7 +71,7 @@ struct RowsResult {
   double of_copy = 0;           // gbps / copy_gbps
   std::map<std::string, double> per_name_ms;  // mean GPU time per rep of each dispatch name, over the timed run
   // with stats: per dispatch name, the driver's statistics
-  std::map<std::string, std::vector<vkblr::KernelStatistic>> kernel_stats;
+  KernelStatsByName kernel_stats;
 };
 
 bool failed(const RowsResult& r);
