@@ -396,8 +396,7 @@ def peer(args) -> dict:
             raise ValueError(f"the compiled step ({args.compile}) flipped no sign where the eager one flipped "
                              f"{eager['flips']}: its straight-through estimator does not train the signs")
     runs = []
-    order_seeds = [int(x) for x in args.order_seeds.split(",")] if args.order_seeds else [args.seed]
-    for lr, order_seed in [(lr, s) for lr in lrs for s in order_seeds]:
+    for lr, order_seed in [(lr, s) for lr in lrs for s in args.order_seeds or [args.seed]]:
         reset(student, names, init)
         run = trainer.run(lr, args.steps, compiled=True, evaluate=evaluate, eval_every=args.eval_every,
                           order_seed=order_seed)
@@ -461,12 +460,14 @@ def main(argv=None) -> int:
         parser.error(f"--rank {args.rank}: want a positive multiple of 32")
     if min(args.steps, args.batch, args.eval_every, args.train_tokens, args.paths) < 1 or args.warmup < 0:
         parser.error("--steps, --batch, --eval-every, --train-tokens and --paths must be at least 1")
-    if args.order_seeds is not None:
+    if args.order_seeds is not None:  # parsed here, once: a list of ints from now on
+        text = args.order_seeds
         try:
-            if any(int(x) < 0 for x in args.order_seeds.split(",")):
+            args.order_seeds = [int(x) for x in text.split(",")]
+            if min(args.order_seeds) < 0:
                 raise ValueError
         except ValueError:
-            parser.error(f"--order-seeds '{args.order_seeds}': want non-negative integers, comma-separated")
+            parser.error(f"--order-seeds '{text}': want non-negative integers, comma-separated")
     try:
         peer(args)
     except (ValueError, OSError) as e:
