@@ -7,9 +7,7 @@
 // A workgroup holds ROW_SLOTS rows side by side, ROW_WG invocations each.
 // Block b is rows b·rows_per_block .. (capped at rows); slot s of it takes
 // the block's rows s·rows_per_slot .. in order (rows_per_block = ROW_SLOTS ·
-// rows_per_slot), the next row's loads issued before this row's reduction
-// (PREFETCH = 1) or after this row's stores (0: no registers held for them;
-// the host's choice for one row per slot).
+// rows_per_slot), the next row's loads issued after this row's stores.
 // For each row, with inv = INV[row], each operation rounded in this order
 // (precise):
 //   xh[c] = X[c]·inv;   gy[c] = DY[c]·W[c]
@@ -29,7 +27,6 @@ layout(constant_id = 0) const uint ROW_WG = 256;
 layout(constant_id = 1) const uint COLS = VKBLR_RMSNORM_COLS;  // columns per invocation, ceil(hidden / ROW_WG)
 layout(constant_id = 2) const uint ROW_SLOTS = 1;
 layout(local_size_x_id = 3) in;  // ROW_SLOTS · ROW_WG
-layout(constant_id = 4) const uint PREFETCH = 1;
 #include "row_sum.glsl"
 
 layout(set = 0, binding = 0) restrict readonly buffer X { float x[]; };
@@ -75,10 +72,6 @@ void main() {
     const uint row = first + i;
     const bool live = row < end;
     const uint base = row * pc.hidden;
-    // the next row's loads, in flight during this row's reduction
-    float xn[VKBLR_RMSNORM_COLS], dyn[VKBLR_RMSNORM_COLS];
-    float inv_next;
-    if (PREFETCH != 0) load_row(row + 1, row + 1 < end, t, xn, dyn, inv_next);
     precise float s = 0.0;
     [[unroll]] for (uint j = 0; j < COLS; ++j) {
       const uint c = t + j * ROW_WG;
@@ -100,13 +93,7 @@ void main() {
         acc[j] = a;
       }
     }
-    if (PREFETCH != 0) {
-      xv = xn;
-      dyv = dyn;
-      inv = inv_next;
-    } else {
-      load_row(row + 1, row + 1 < end, t, xv, dyv, inv);
-    }
+    load_row(row + 1, row + 1 < end, t, xv, dyv, inv);
   }
   // the slots' sums added in slot order by slot 0
   if (ROW_SLOTS > 1) {

@@ -22,10 +22,10 @@ static_assert(sizeof(RmsnormPush) == 32);
 constexpr std::uint32_t kMaxHidden = VKBLR_RMSNORM_MAX_WG * VKBLR_RMSNORM_COLS;
 // The backward: rows side by side in a workgroup up to this many
 // invocations, and enough rows per slot that about kBwdInvocations
-// invocations cover the batch (a large GPU's resident threads; fewer
-// leave its memory idle, more only add dw partials).
+// invocations cover the batch (half an H100's resident threads: fewer
+// leave its memory idle, more add dw partials and registers per SM).
 constexpr std::uint32_t kBwdWorkgroup = 512;
-constexpr std::uint64_t kBwdInvocations = std::uint64_t{1} << 18;
+constexpr std::uint64_t kBwdInvocations = std::uint64_t{1} << 17;
 // rmsnorm_dw: columns per workgroup, and slices of a column's partials
 // summed side by side.
 constexpr std::uint32_t kDwCols = VKBLR_RMSNORM_DW_COLS, kDwSlices = VKBLR_RMSNORM_DW_SLICES;
@@ -137,9 +137,7 @@ Ops rmsnorm_bwd(Context& ctx, const Buffer& x, const Buffer& w, const Buffer& in
   p.blocks = ceil_div(shape.tokens, p.rows_per_block);
   const Transient part = make_transient(std::uint64_t{p.blocks} * shape.hidden * 4);
 
-  // A slot of one row has no next row to load early: no registers held for it.
-  const std::uint32_t prefetch = p.rows_per_slot > 1 ? 1 : 0;
-  const std::uint32_t spec[] = {wg, row_cols(shape.hidden, wg), slots, slots * wg, prefetch};
+  const std::uint32_t spec[] = {wg, row_cols(shape.hidden, wg), slots, slots * wg};
   Dispatch rows = detail::make_dispatch(ctx, detail::KernelId::rmsnorm_bwd, op, spec);
   rows.set_push(p)
       .bind(0, x, Access::read)
