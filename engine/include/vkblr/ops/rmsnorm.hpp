@@ -58,7 +58,7 @@ struct RmsNormBackward {
 //   dw f32 [hidden]         (+)= Σ_rows dy·x̂
 // Two dispatches: the first writes dx and per-block partial sums of dw
 // (a block is a workgroup's few rows side by side, each taking
-// ceil(tokens · row invocations / 2^18) consecutive rows; the partials are
+// ceil(tokens · row invocations / 2^17) consecutive rows; the partials are
 // a transient of blocks × hidden floats), the second adds the blocks'
 // partials in a fixed order (rmsnorm_dw.comp). No atomics: the same bits
 // every run; dx's bits of a row do not depend on the batch.
