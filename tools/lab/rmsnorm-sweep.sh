@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/lab/rmsnorm-sweep.sh — one device call: RMSNorm backward's geometry swept through the lab
 # build's knobs (tools/lab/rmsnorm-knobs.py): row-pass workgroup (VKBLR_LAB_RMS_WG), invocations over
-# the batch (2^VKBLR_LAB_RMS_INV_LOG2), the dw pass's columns and slices, the prefetch forced on/off,
+# the batch (2^VKBLR_LAB_RMS_INV_LOG2), the dw pass's columns and slices,
 # the row pass alone (ROWS_ONLY); all rows and attention before (.gpu/old: 0c138ec) and after; the
 # [rmsnorm] and [attention] tests under validation (rmsnorm at the extreme geometries).
 # Before, here: python3 tools/lab/rmsnorm-knobs.py; tools/lab/gpu-kit.sh --old <the baseline rev>; then
@@ -23,11 +23,10 @@ for wg in 128 256 512 1024; do for inv in 15 16 17 18 19 20; do
   b wg$wg-inv$inv VKBLR_LAB_RMS_WG=$wg VKBLR_LAB_RMS_INV_LOG2=$inv
   b wg$wg-inv$inv-rows VKBLR_LAB_RMS_WG=$wg VKBLR_LAB_RMS_INV_LOG2=$inv VKBLR_LAB_RMS_ROWS_ONLY=1
 done; done
-echo "== dw, prefetch ($(el) s)"
+echo "== dw ($(el) s)"
 for c in 4 8 16 32; do for s in 8 16 32 64; do
   [ $((c * s)) -le 1024 ] && b dw$c-$s VKBLR_LAB_RMS_DW_COLS=$c VKBLR_LAB_RMS_DW_SLICES=$s
 done; done
-for pf in 0 1; do for inv in 17 18 19; do b pf$pf-inv$inv VKBLR_LAB_RMS_PREFETCH=$pf VKBLR_LAB_RMS_INV_LOG2=$inv; done; done
 b base1
 echo "== table ($(el) s)"
 python3 - $A/sweep <<'PY' | tee $A/table.txt
@@ -78,7 +77,7 @@ echo "== suite ($(el) s)"
 timeout 120 .gpu/vkblr-tests "[attention]" --reporter compact > $A/suite-attention.log 2>&1; echo "[attention] rc $? $(grep -E 'passed|failed' $A/suite-attention.log | tail -1)"
 for cfg in "" "VKBLR_LAB_RMS_WG=256 VKBLR_LAB_RMS_INV_LOG2=15" "VKBLR_LAB_RMS_WG=1024 VKBLR_LAB_RMS_INV_LOG2=20" \
            "VKBLR_LAB_RMS_DW_COLS=4 VKBLR_LAB_RMS_DW_SLICES=64" "VKBLR_LAB_RMS_DW_COLS=32 VKBLR_LAB_RMS_DW_SLICES=16" \
-           "VKBLR_LAB_RMS_WG=128 VKBLR_LAB_RMS_INV_LOG2=16 VKBLR_LAB_RMS_PREFETCH=1"; do
+           "VKBLR_LAB_RMS_WG=128 VKBLR_LAB_RMS_INV_LOG2=16"; do
   env $cfg timeout 60 .gpu/vkblr-tests "[rmsnorm]" --reporter compact > $A/suite.log 2>&1
   echo "[rmsnorm] [$cfg] rc $? $(grep -E 'passed|failed' $A/suite.log | tail -1)"
 done
