@@ -23,7 +23,7 @@ constexpr std::uint32_t kMaxHidden = VKBLR_RMSNORM_MAX_WG * VKBLR_RMSNORM_COLS;
 // The backward: rows side by side in a workgroup up to this many
 // invocations, and enough rows per slot that about kBwdInvocations
 // invocations cover the batch (half an H100's resident threads: fewer
-// leave its memory idle, more add dw partials and registers per SM).
+// leave its memory idle, more add dw partials).
 constexpr std::uint32_t kBwdWorkgroup = 512;
 constexpr std::uint64_t kBwdInvocations = std::uint64_t{1} << 17;
 // rmsnorm_dw: columns per workgroup, and slices of a column's partials
